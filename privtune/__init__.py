@@ -1,0 +1,21 @@
+"""privtune: differentially private hyperparameter tuning for scikit-learn estimators.
+
+Importing :mod:`privtune` is light: it does not import torch, gpytorch or
+botorch; those load only when a Bayesian-optimisation engine is built.
+"""
+
+from privtune._version import __version__
+from privtune.exceptions import (
+    BudgetExceededError,
+    InvalidParameterError,
+    PrivacyLeakWarning,
+    PrivtuneError,
+)
+
+__all__ = [
+    "__version__",
+    "BudgetExceededError",
+    "InvalidParameterError",
+    "PrivacyLeakWarning",
+    "PrivtuneError",
+]

@@ -1,0 +1,50 @@
+"""Privacy accounting: budgets, immutable events, the accountant, ledgers, selection bounds.
+
+The accountant composes through Google's ``dp_accounting`` (RDP and PLD) where it
+can, and by basic composition for what it cannot (conditional events). Private
+selection bounds (Liu & Talwar 2019; Papernot & Steinke 2022) are in
+:mod:`privtune.accounting.selection`.
+"""
+
+from privtune.accounting.accountant import BUDGET_RTOL, Accountant, compose_events
+from privtune.accounting.budget import Budget
+from privtune.accounting.events import (
+    ComposedEvent,
+    EpsilonDeltaEvent,
+    ExponentialEvent,
+    GaussianEvent,
+    LaplaceEvent,
+    PoissonSampledEvent,
+    PrivacyEvent,
+    RepeatAndSelectEvent,
+    SampledWithoutReplacementEvent,
+    SelfComposedEvent,
+    SparseVectorEvent,
+    ThresholdSelectionEvent,
+    event_from_dict,
+)
+from privtune.accounting.ledger import InMemoryLedger, Ledger, LedgerEntry, SQLiteLedger
+
+__all__ = [
+    "Accountant",
+    "BUDGET_RTOL",
+    "Budget",
+    "compose_events",
+    "ComposedEvent",
+    "EpsilonDeltaEvent",
+    "ExponentialEvent",
+    "GaussianEvent",
+    "InMemoryLedger",
+    "LaplaceEvent",
+    "Ledger",
+    "LedgerEntry",
+    "PoissonSampledEvent",
+    "PrivacyEvent",
+    "RepeatAndSelectEvent",
+    "SampledWithoutReplacementEvent",
+    "SelfComposedEvent",
+    "SparseVectorEvent",
+    "SQLiteLedger",
+    "ThresholdSelectionEvent",
+    "event_from_dict",
+]

@@ -1,0 +1,173 @@
+"""Map privtune events to the back ends that bound them: relation changes, RDP and PLD.
+
+Internal module. Three facts drive it:
+
+* For an *unsampled* additive-noise mechanism (Laplace, Gaussian) the privacy
+  loss depends only on the declared sensitivity under the event's relation, so
+  its noise multiplier is used as is under either relation; only subsampling
+  amplification depends on the relation, and the subsampled events are routed
+  to a back end that uses the event's own relation.
+* An event declared under add/remove is converted to replace-one by group
+  privacy (a replacement is one removal and one addition): pure epsilon doubles,
+  a Gaussian noise multiplier halves, (eps, delta) becomes
+  (2 eps, (1 + e^eps) delta). The reverse conversion is not valid in general
+  and is refused.
+* Pure epsilon-DP events without a native ``dp_accounting`` form enter RDP as
+  zCDP: epsilon-DP implies epsilon^2/2-zCDP (Bun & Steinke 2016, Prop. 1.4), and
+  the exponential mechanism, being epsilon-bounded-range, is
+  epsilon^2/8-zCDP (Cesar & Rogers 2021, Lemma 3.2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from dp_accounting import dp_event as dpe
+from dp_accounting.pld import common as pld_common
+from dp_accounting.pld import privacy_loss_distribution as pld_lib
+from dp_accounting.privacy_accountant import NeighboringRelation
+
+from privtune.accounting import events as ev
+from privtune.exceptions import UnsupportedEventError
+
+__all__ = ["to_relation", "to_rdp_event", "to_pld", "pld_supported", "dp_relation"]
+
+
+def dp_relation(relation: str) -> NeighboringRelation:
+    """The ``dp_accounting`` relation for a privtune relation name."""
+    return NeighboringRelation.REPLACE_ONE if relation == "replace_one" else NeighboringRelation.ADD_OR_REMOVE_ONE
+
+
+def to_relation(event: ev.PrivacyEvent, relation: str) -> ev.PrivacyEvent:
+    """Express ``event`` under ``relation`` (group privacy for add/remove -> replace-one)."""
+    if event.relation == relation:
+        return event
+    if relation == "add_remove":
+        raise UnsupportedEventError(
+            f"{type(event).__name__} was declared under replace-one; an add/remove accountant cannot "
+            "bound it (a replace-one sensitivity does not bound the effect of adding a record)."
+        )
+    swap = {"relation": relation}
+    if isinstance(event, (ev.LaplaceEvent, ev.ExponentialEvent, ev.SparseVectorEvent)):
+        return dataclasses.replace(event, epsilon=2 * event.epsilon, **swap)
+    if isinstance(event, ev.GaussianEvent):
+        return dataclasses.replace(event, noise_multiplier=event.noise_multiplier / 2, **swap)
+    if isinstance(event, ev.EpsilonDeltaEvent):
+        delta = min(1.0 - 1e-300, (1 + math.exp(min(event.epsilon, 700))) * event.delta)
+        return dataclasses.replace(event, epsilon=2 * event.epsilon, delta=delta, **swap)
+    if isinstance(event, ev.ComposedEvent):
+        return dataclasses.replace(event, events=tuple(to_relation(e, relation) for e in event.events),
+                                   **swap)
+    if isinstance(event, ev.SelfComposedEvent):
+        return dataclasses.replace(event, event=to_relation(event.event, relation), **swap)
+    fixed = event.epsilon_delta()
+    if fixed is not None:
+        eps, delta = fixed
+        return ev.EpsilonDeltaEvent(epsilon=2 * eps,
+                                    delta=min(1.0 - 1e-300, (1 + math.exp(min(eps, 700))) * delta),
+                                    relation=relation, guarantee=event.guarantee,
+                                    label=event.label or type(event).__name__)
+    raise UnsupportedEventError(
+        f"{type(event).__name__} declared under add/remove has no fixed (epsilon, delta) and cannot be "
+        "converted to replace-one; use an accountant with relation='add_remove'."
+    )
+
+
+def to_rdp_event(event: ev.PrivacyEvent) -> dpe.DpEvent | None:
+    """A ``dp_accounting`` event for the RDP accountant, or None if RDP cannot bound it."""
+    if event.guarantee == "conditional":
+        return None
+    if isinstance(event, ev.LaplaceEvent):
+        return dpe.LaplaceDpEvent(1.0 / event.epsilon)
+    if isinstance(event, ev.GaussianEvent):
+        return dpe.GaussianDpEvent(event.noise_multiplier)
+    if isinstance(event, ev.ExponentialEvent):
+        return dpe.ZCDpEvent(event.epsilon**2 / 8)
+    if isinstance(event, (ev.SparseVectorEvent, ev.ThresholdSelectionEvent)) or (
+        isinstance(event, ev.EpsilonDeltaEvent) and event.delta == 0
+    ):
+        eps = event.epsilon_delta()[0]  # type: ignore[index]
+        return dpe.ZCDpEvent(eps**2 / 2)
+    if isinstance(event, ev.PoissonSampledEvent) and event.relation == "add_remove":
+        inner = to_rdp_event(event.event)
+        return None if inner is None else dpe.PoissonSampledDpEvent(event.sample_rate, inner)
+    if isinstance(event, ev.SampledWithoutReplacementEvent) and event.relation == "replace_one":
+        inner = to_rdp_event(event.event)
+        return None if inner is None else dpe.SampledWithoutReplacementDpEvent(
+            event.dataset_size, event.sample_size, inner)
+    if isinstance(event, ev.RepeatAndSelectEvent):
+        inner = to_rdp_event(event.event)
+        return None if inner is None else dpe.RepeatAndSelectDpEvent(inner, event.mean, event.shape)
+    if isinstance(event, ev.ComposedEvent):
+        parts = [to_rdp_event(e) for e in event.events]
+        return None if any(p is None for p in parts) else dpe.ComposedDpEvent(parts)
+    if isinstance(event, ev.SelfComposedEvent):
+        inner = to_rdp_event(event.event)
+        return None if inner is None else dpe.SelfComposedDpEvent(inner, event.count)
+    return None
+
+
+def to_pld(event: ev.PrivacyEvent, interval: float) -> pld_lib.PrivacyLossDistribution | None:
+    """A pessimistic privacy-loss distribution for ``event``, or None if PLD cannot bound it."""
+    if event.guarantee == "conditional":
+        return None
+    if isinstance(event, ev.LaplaceEvent):
+        return pld_lib.from_laplace_mechanism(1.0 / event.epsilon, value_discretization_interval=interval)
+    if isinstance(event, ev.GaussianEvent):
+        if event.noise_multiplier == 0:
+            return None
+        return pld_lib.from_gaussian_mechanism(event.noise_multiplier, value_discretization_interval=interval)
+    if isinstance(event, (ev.ExponentialEvent, ev.SparseVectorEvent, ev.EpsilonDeltaEvent,
+                          ev.ThresholdSelectionEvent)):
+        eps, delta = event.epsilon_delta()  # type: ignore[misc]
+        return pld_lib.from_privacy_parameters(pld_common.DifferentialPrivacyParameters(eps, delta),
+                                               value_discretization_interval=interval)
+    if isinstance(event, ev.PoissonSampledEvent) and event.relation == "add_remove":
+        inner = event.event
+        if isinstance(inner, ev.LaplaceEvent):
+            return pld_lib.from_laplace_mechanism(1.0 / inner.epsilon, sampling_prob=event.sample_rate,
+                                                  value_discretization_interval=interval)
+        if isinstance(inner, ev.GaussianEvent) and inner.noise_multiplier > 0:
+            return pld_lib.from_gaussian_mechanism(
+                inner.noise_multiplier, sampling_prob=event.sample_rate,
+                value_discretization_interval=interval,
+                neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE)
+        return None
+    if isinstance(event, ev.ComposedEvent):
+        out = None
+        for e in event.events:
+            p = to_pld(e, interval)
+            if p is None:
+                return None
+            out = p if out is None else out.compose(p)
+        return out
+    if isinstance(event, ev.SelfComposedEvent):
+        if event.count == 0:
+            return None
+        inner = to_pld(event.event, interval)
+        return None if inner is None else inner.self_compose(event.count)
+    return None
+
+
+def pld_supported(event: ev.PrivacyEvent) -> bool:
+    """Whether :func:`to_pld` can bound ``event`` (cheap: builds nothing)."""
+    if event.guarantee == "conditional":
+        return False
+    if isinstance(event, ev.LaplaceEvent):
+        return True
+    if isinstance(event, ev.GaussianEvent):
+        return event.noise_multiplier > 0
+    if isinstance(event, (ev.ExponentialEvent, ev.SparseVectorEvent, ev.EpsilonDeltaEvent,
+                          ev.ThresholdSelectionEvent)):
+        return True
+    if isinstance(event, ev.PoissonSampledEvent):
+        inner = event.event
+        return event.relation == "add_remove" and (
+            isinstance(inner, ev.LaplaceEvent)
+            or (isinstance(inner, ev.GaussianEvent) and inner.noise_multiplier > 0))
+    if isinstance(event, ev.ComposedEvent):
+        return bool(event.events) and all(pld_supported(e) for e in event.events)
+    if isinstance(event, ev.SelfComposedEvent):
+        return event.count > 0 and pld_supported(event.event)
+    return False

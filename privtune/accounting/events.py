@@ -1,0 +1,459 @@
+"""Immutable privacy events: *what happened*, separate from *how it is bounded*.
+
+Every access to sensitive data is described by one event before it happens. An
+event carries
+
+* its parameters (a noise multiplier, an epsilon, a sampling rate, ...),
+* ``relation``: the neighbouring relation its sensitivity refers to,
+  ``"replace_one"`` (privtune's default, the relation of seeds 000-002 and 004)
+  or ``"add_remove"`` (seed 003's subsampled trainers), and
+* ``guarantee``: ``"unconditional"``, or ``"conditional"`` for releases whose
+  guarantee holds only under an assumption (Kusner et al. Alg. 1/2 hold under the
+  GP prior of their Assumption 1, with probability at least 1 - delta).
+
+Events are frozen dataclasses with a JSON-safe :meth:`~PrivacyEvent.to_dict`
+and :func:`event_from_dict`, so that a ledger can store them durably and a study
+can be resumed. Noise parameters are *relative to the declared sensitivity*
+(as in ``dp_accounting``): a Gaussian event's ``noise_multiplier`` is
+sigma / L2-sensitivity.
+
+The module is pure bookkeeping: it never touches data and never draws noise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from privtune.exceptions import InvalidParameterError
+from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
+
+__all__ = [
+    "RELATIONS",
+    "GUARANTEES",
+    "PrivacyEvent",
+    "LaplaceEvent",
+    "GaussianEvent",
+    "ExponentialEvent",
+    "SparseVectorEvent",
+    "EpsilonDeltaEvent",
+    "PoissonSampledEvent",
+    "SampledWithoutReplacementEvent",
+    "ComposedEvent",
+    "SelfComposedEvent",
+    "RepeatAndSelectEvent",
+    "ThresholdSelectionEvent",
+    "event_from_dict",
+]
+
+RELATIONS = ("replace_one", "add_remove")
+GUARANTEES = ("unconditional", "conditional")
+
+_REGISTRY: dict[str, type[PrivacyEvent]] = {}
+
+
+def _check_choice(value: Any, name: str, choices: tuple[str, ...], owner: str) -> str:
+    if value not in choices:
+        raise InvalidParameterError(
+            f"The {name!r} parameter of {owner} must be one of {list(choices)}. Got {value!r} instead."
+        )
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrivacyEvent:
+    """Base class of all privacy events.
+
+    Parameters
+    ----------
+    relation : {"replace_one", "add_remove"}, default="replace_one"
+        Neighbouring relation under which the event's sensitivity was declared.
+    guarantee : {"unconditional", "conditional"}, default="unconditional"
+        Whether the event's guarantee holds unconditionally or only under a
+        modelling assumption (see the module docstring).
+    label : str, default=""
+        Free text for humans (which release, which phase). Must never contain a
+        private value.
+    """
+
+    kind: ClassVar[str] = "event"
+
+    relation: str = "replace_one"
+    guarantee: str = "unconditional"
+    label: str = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _REGISTRY[cls.kind] = cls
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        _check_choice(self.relation, "relation", RELATIONS, owner)
+        _check_choice(self.guarantee, "guarantee", GUARANTEES, owner)
+        if not isinstance(self.label, str):
+            raise InvalidParameterError(f"The 'label' parameter of {owner} must be a str.")
+
+    # -- what the accountant asks ------------------------------------------------
+    def epsilon_delta(self) -> tuple[float, float] | None:
+        """The fixed (epsilon, delta) guarantee of this event, or None if it has none.
+
+        Events with a whole privacy curve (the Gaussian mechanism) return None
+        and are bounded through RDP or PLD accounting instead.
+        """
+        return None
+
+    def children(self) -> tuple[PrivacyEvent, ...]:
+        """Events nested inside this one (for composed, sampled and selection events)."""
+        return ()
+
+    def is_conditional(self) -> bool:
+        """True if this event or any nested event has a conditional guarantee."""
+        return self.guarantee == "conditional" or any(c.is_conditional() for c in self.children())
+
+    # -- serialisation -------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe dict; :func:`event_from_dict` inverts it exactly."""
+        out: dict[str, Any] = {"type": self.kind}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, PrivacyEvent):
+                v = v.to_dict()
+            elif isinstance(v, tuple) and v and isinstance(v[0], PrivacyEvent):
+                v = [e.to_dict() for e in v]
+            elif isinstance(v, float) and math.isinf(v):
+                v = "inf"
+            out[f.name] = v
+        return out
+
+
+def event_from_dict(data: dict[str, Any]) -> PrivacyEvent:
+    """Rebuild an event from :meth:`PrivacyEvent.to_dict` output.
+
+    Raises
+    ------
+    InvalidParameterError
+        If the dict does not describe a known event type.
+    """
+    if not isinstance(data, dict) or data.get("type") not in _REGISTRY:
+        raise InvalidParameterError(f"Not a serialised privacy event: unknown type {data.get('type')!r}."
+                                    if isinstance(data, dict) else "Not a serialised privacy event.")
+    cls = _REGISTRY[data["type"]]
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            continue
+        v = data[f.name]
+        if f.name == "event":
+            v = event_from_dict(v)
+        elif f.name == "events":
+            v = tuple(event_from_dict(e) for e in v)
+        elif v == "inf":
+            v = math.inf
+        kwargs[f.name] = v
+    return cls(**kwargs)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LaplaceEvent(PrivacyEvent):
+    """Laplace (or discrete Laplace) noise calibrated to pure ``epsilon``-DP.
+
+    Parameters
+    ----------
+    epsilon : float in (0, inf)
+        Sensitivity / scale: the event is ``(epsilon, 0)``-DP.
+    """
+
+    kind: ClassVar[str] = "laplace"
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, owner="LaplaceEvent"))
+
+    def epsilon_delta(self) -> tuple[float, float]:
+        return (self.epsilon, 0.0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GaussianEvent(PrivacyEvent):
+    """Gaussian (or discrete Gaussian) noise with ``noise_multiplier`` = sigma / L2-sensitivity.
+
+    It has no single (epsilon, delta): the accountant converts its privacy curve
+    (RDP or PLD) at the delta the budget allows.
+    """
+
+    kind: ClassVar[str] = "gaussian"
+    noise_multiplier: float
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "noise_multiplier",
+                           check_real(self.noise_multiplier, "noise_multiplier", low=0.0,
+                                      owner="GaussianEvent"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExponentialEvent(PrivacyEvent):
+    """The exponential mechanism at pure ``epsilon``-DP.
+
+    It is also epsilon-bounded-range, hence ``epsilon**2 / 8``-zCDP
+    (Cesar & Rogers 2021), which the RDP accountant uses.
+    """
+
+    kind: ClassVar[str] = "exponential"
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, owner="ExponentialEvent"))
+
+    def epsilon_delta(self) -> tuple[float, float]:
+        return (self.epsilon, 0.0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SparseVectorEvent(PrivacyEvent):
+    """One run of the sparse vector technique (AboveThreshold) at pure ``epsilon``-DP.
+
+    The cost does not depend on how many queries were answered below the
+    threshold, only on the (declared) maximum number of positive answers, which
+    is already reflected in ``epsilon``.
+    """
+
+    kind: ClassVar[str] = "sparse_vector"
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, owner="SparseVectorEvent"))
+
+    def epsilon_delta(self) -> tuple[float, float]:
+        return (self.epsilon, 0.0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpsilonDeltaEvent(PrivacyEvent):
+    """A mechanism known only to be ``(epsilon, delta)``-DP.
+
+    Used for releases with a closed-form guarantee and no finer curve, and for
+    conditional releases (Kusner Alg. 1/2: ``guarantee="conditional"``).
+    """
+
+    kind: ClassVar[str] = "epsilon_delta"
+    epsilon: float
+    delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, owner="EpsilonDeltaEvent"))
+        object.__setattr__(self, "delta", check_delta(self.delta, owner="EpsilonDeltaEvent"))
+
+    def epsilon_delta(self) -> tuple[float, float]:
+        return (self.epsilon, self.delta)
+
+
+def _amplify_pure(epsilon: float, rate: float) -> float:
+    # log(1 + rate (e^eps - 1)), stable for small and large epsilon.
+    if epsilon > 700:
+        return epsilon + math.log(rate) if rate > 0 else 0.0
+    return math.log1p(rate * math.expm1(epsilon))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PoissonSampledEvent(PrivacyEvent):
+    """``event`` run on a Poisson subsample (each record kept with ``sample_rate``).
+
+    Amplification by Poisson subsampling is analysed under add/remove; use this
+    event with ``relation="add_remove"``. For a pure epsilon-DP base the fixed
+    guarantee is ``log(1 + q (e^eps - 1))`` (Li, Qardaji & Su 2012; Balle et al.
+    2018, Thm. 8).
+    """
+
+    kind: ClassVar[str] = "poisson_sampled"
+    event: PrivacyEvent
+    sample_rate: float
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_event(self.event, "event", "PoissonSampledEvent")
+        object.__setattr__(self, "sample_rate",
+                           check_real(self.sample_rate, "sample_rate", low=0.0, high=1.0,
+                                      closed="right", owner="PoissonSampledEvent"))
+
+    def children(self) -> tuple[PrivacyEvent, ...]:
+        return (self.event,)
+
+    def epsilon_delta(self) -> tuple[float, float] | None:
+        base = self.event.epsilon_delta()
+        if base is None:
+            return None
+        eps, delta = base
+        return (_amplify_pure(eps, self.sample_rate), self.sample_rate * delta)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampledWithoutReplacementEvent(PrivacyEvent):
+    """``event`` run on ``sample_size`` records drawn without replacement from ``dataset_size``.
+
+    Under replace-one, an (eps, delta)-DP base becomes
+    ``(log(1 + (m/n)(e^eps - 1)), (m/n) delta)``-DP (Balle, Barthe & Gaboardi 2018,
+    Thm. 9; eq. (3.3) of seed 002).
+    """
+
+    kind: ClassVar[str] = "sampled_without_replacement"
+    event: PrivacyEvent
+    dataset_size: int
+    sample_size: int
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_event(self.event, "event", "SampledWithoutReplacementEvent")
+        n = check_integer(self.dataset_size, "dataset_size", low=1, owner="SampledWithoutReplacementEvent")
+        m = check_integer(self.sample_size, "sample_size", low=1, high=n,
+                          owner="SampledWithoutReplacementEvent")
+        object.__setattr__(self, "dataset_size", n)
+        object.__setattr__(self, "sample_size", m)
+
+    def children(self) -> tuple[PrivacyEvent, ...]:
+        return (self.event,)
+
+    def epsilon_delta(self) -> tuple[float, float] | None:
+        base = self.event.epsilon_delta()
+        if base is None:
+            return None
+        rate = self.sample_size / self.dataset_size
+        eps, delta = base
+        return (_amplify_pure(eps, rate), rate * delta)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ComposedEvent(PrivacyEvent):
+    """Sequential (possibly adaptive) composition of several events."""
+
+    kind: ClassVar[str] = "composed"
+    events: tuple[PrivacyEvent, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "events", tuple(self.events))
+        super().__post_init__()
+        for e in self.events:
+            _check_event(e, "events", "ComposedEvent")
+
+    def children(self) -> tuple[PrivacyEvent, ...]:
+        return self.events
+
+    def epsilon_delta(self) -> tuple[float, float] | None:
+        parts = [e.epsilon_delta() for e in self.events]
+        if any(p is None for p in parts):
+            return None
+        return (math.fsum(p[0] for p in parts), math.fsum(p[1] for p in parts))  # type: ignore[index]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SelfComposedEvent(PrivacyEvent):
+    """``count`` sequential repetitions of ``event``."""
+
+    kind: ClassVar[str] = "self_composed"
+    event: PrivacyEvent
+    count: int
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_event(self.event, "event", "SelfComposedEvent")
+        object.__setattr__(self, "count", check_integer(self.count, "count", low=0,
+                                                        owner="SelfComposedEvent"))
+
+    def children(self) -> tuple[PrivacyEvent, ...]:
+        return (self.event,)
+
+    def epsilon_delta(self) -> tuple[float, float] | None:
+        base = self.event.epsilon_delta()
+        if base is None:
+            return None
+        return (self.count * base[0], self.count * base[1])
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepeatAndSelectEvent(PrivacyEvent):
+    """Papernot & Steinke (2022) private selection with a random number of runs K.
+
+    ``event`` is one candidate run (train and score, itself DP); K is drawn from a
+    truncated negative binomial with ``shape`` = eta (0 logarithmic, 1 geometric)
+    or a Poisson distribution (``shape=inf``) with the given ``mean``, and only the
+    best of the K runs is released.
+
+    For a pure epsilon-DP base and a truncated-negative-binomial K the result is
+    ``(2 + eta) epsilon``-DP (P&S Thm. 2, corollary; eta = 1 is Liu & Talwar's 3
+    epsilon). The RDP accountant uses the full Theorems 2 and 6.
+    """
+
+    kind: ClassVar[str] = "repeat_and_select"
+    event: PrivacyEvent
+    mean: float
+    shape: float
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_event(self.event, "event", "RepeatAndSelectEvent")
+        mean = check_real(self.mean, "mean", low=1.0, closed="neither", owner="RepeatAndSelectEvent")
+        shape = check_real(self.shape, "shape", low=-1.0, closed="neither", allow_inf=True,
+                           owner="RepeatAndSelectEvent")
+        object.__setattr__(self, "mean", mean)
+        object.__setattr__(self, "shape", shape)
+
+    def children(self) -> tuple[PrivacyEvent, ...]:
+        return (self.event,)
+
+    def epsilon_delta(self) -> tuple[float, float] | None:
+        base = self.event.epsilon_delta()
+        if base is None or base[1] > 0 or math.isinf(self.shape):
+            return None
+        return ((2.0 + self.shape) * base[0], 0.0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThresholdSelectionEvent(PrivacyEvent):
+    """Liu & Talwar (2019) Alg. 1: run candidates until one beats a public threshold.
+
+    After each run below the threshold the loop stops with probability
+    ``stop_probability``. For a pure epsilon-DP base the whole procedure is
+    ``2 epsilon``-DP (Liu & Talwar 2019, known-threshold selection; the guarantee
+    OpenDP implements as ``make_select_private_candidate``).
+    """
+
+    kind: ClassVar[str] = "threshold_selection"
+    event: PrivacyEvent
+    stop_probability: float
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_event(self.event, "event", "ThresholdSelectionEvent")
+        object.__setattr__(self, "stop_probability",
+                           check_real(self.stop_probability, "stop_probability", low=0.0, high=1.0,
+                                      closed="right", owner="ThresholdSelectionEvent"))
+        base = self.event.epsilon_delta()
+        if base is None or base[1] > 0:
+            raise InvalidParameterError(
+                "ThresholdSelectionEvent needs a pure epsilon-DP base event (Liu & Talwar 2019); "
+                f"got {type(self.event).__name__}."
+            )
+
+    def children(self) -> tuple[PrivacyEvent, ...]:
+        return (self.event,)
+
+    def epsilon_delta(self) -> tuple[float, float]:
+        base = self.event.epsilon_delta()
+        assert base is not None
+        return (2.0 * base[0], 0.0)
+
+
+def _check_event(value: Any, name: str, owner: str) -> None:
+    if not isinstance(value, PrivacyEvent):
+        raise InvalidParameterError(
+            f"The {name!r} parameter of {owner} must be a PrivacyEvent. Got {type(value).__name__}."
+        )
+
+
+

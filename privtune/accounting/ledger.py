@@ -1,0 +1,226 @@
+"""Privacy ledgers: the durable record of every charge, written *before* the data access.
+
+A ledger is an append-only sequence of :class:`LedgerEntry` records. The
+:class:`~privtune.accounting.Accountant` appends an entry only after the charge
+has passed the budget check, and returns only after :meth:`Ledger.append` has
+returned -- which for :class:`SQLiteLedger` means the row is committed to disk
+(SQLite with ``synchronous=FULL``). A caller must therefore spend *first* and read
+the data *second*; a crash between the two wastes budget but can never spend
+more than was recorded (write-ahead accounting).
+
+Two implementations:
+
+* :class:`InMemoryLedger` -- for interactive use and tests;
+* :class:`SQLiteLedger` -- one table in a SQLite file, shared with the study
+  storage; reopening the file (same ``study``) restores every past charge, so
+  that a resumed study starts from what was already spent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+from privtune.accounting.events import PrivacyEvent, event_from_dict
+from privtune.exceptions import InvalidParameterError, LedgerError
+
+__all__ = ["LedgerEntry", "Ledger", "InMemoryLedger", "SQLiteLedger"]
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One recorded charge.
+
+    Parameters
+    ----------
+    index : int
+        Position in the ledger (0-based, contiguous).
+    event : PrivacyEvent
+        What was charged.
+    phase : str
+        Which phase of the computation paid for it (e.g. ``"observations"``,
+        ``"selection"``, ``"score_release"``, ``"training"``).
+    role : str or None
+        Which sensitive data role it touches (``"validation"`` or ``"training"``),
+        for parallel composition across disjoint roles; ``None`` when not split.
+    """
+
+    index: int
+    event: PrivacyEvent
+    phase: str = ""
+    role: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form."""
+        return {"index": self.index, "event": self.event.to_dict(), "phase": self.phase,
+                "role": self.role}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LedgerEntry:
+        """Inverse of :meth:`to_dict`."""
+        return cls(index=int(data["index"]), event=event_from_dict(data["event"]),
+                   phase=data.get("phase", ""), role=data.get("role"))
+
+
+class Ledger(ABC):
+    """Append-only record of charges.
+
+    Subclasses must make :meth:`append` durable before returning, and must raise
+    :class:`~privtune.exceptions.LedgerError` (recording nothing) if they cannot.
+    """
+
+    @abstractmethod
+    def append(self, event: PrivacyEvent, *, phase: str = "", role: str | None = None) -> LedgerEntry:
+        """Record a charge durably and return its entry."""
+
+    @abstractmethod
+    def entries(self) -> tuple[LedgerEntry, ...]:
+        """All entries, in order."""
+
+    def __len__(self) -> int:
+        return len(self.entries())
+
+    def __iter__(self):
+        return iter(self.entries())
+
+    def to_list(self) -> list[dict[str, Any]]:
+        """JSON-safe list of entries (for reports)."""
+        return [e.to_dict() for e in self.entries()]
+
+
+class InMemoryLedger(Ledger):
+    """A ledger kept in memory (lost when the process ends)."""
+
+    def __init__(self) -> None:
+        self._entries: list[LedgerEntry] = []
+        self._lock = threading.Lock()
+
+    def append(self, event: PrivacyEvent, *, phase: str = "", role: str | None = None) -> LedgerEntry:
+        if not isinstance(event, PrivacyEvent):
+            raise InvalidParameterError(f"Only PrivacyEvent objects can be charged; got {type(event).__name__}.")
+        with self._lock:
+            entry = LedgerEntry(index=len(self._entries), event=event, phase=phase, role=role)
+            self._entries.append(entry)
+        return entry
+
+    def entries(self) -> tuple[LedgerEntry, ...]:
+        return tuple(self._entries)
+
+    def __repr__(self) -> str:
+        return f"InMemoryLedger(n_entries={len(self._entries)})"
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS privtune_ledger (
+    study TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    phase TEXT NOT NULL,
+    role TEXT,
+    PRIMARY KEY (study, idx)
+)
+"""
+
+
+class SQLiteLedger(Ledger):
+    """A ledger stored in a SQLite file, durable on every append.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The SQLite file (created if missing). The study storage keeps its
+        ledger in the same file.
+    study : str, default="default"
+        Name of the study whose charges this ledger holds; several studies can
+        share one file.
+
+    Notes
+    -----
+    Every :meth:`append` is one committed transaction with ``PRAGMA
+    synchronous=FULL``, so the entry survives a crash or ``SIGKILL`` of the
+    process as soon as ``append`` returns. Entries are indexed by a primary key
+    ``(study, idx)``: if another process appended to the same study in between,
+    the insert fails and :class:`~privtune.exceptions.LedgerError` is raised
+    instead of silently interleaving two searches' charges.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, study: str = "default") -> None:
+        if not isinstance(study, str) or not study:
+            raise InvalidParameterError(f"The 'study' parameter of SQLiteLedger must be a non-empty str. Got {study!r}.")
+        self.path = os.fspath(path)
+        self.study = study
+        self._lock = threading.Lock()
+        try:
+            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
+                                         timeout=30.0)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.execute(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise LedgerError(f"Cannot open the privacy ledger at {self.path!r}: {exc}") from exc
+        self._entries = self._load()
+
+    def _load(self) -> list[LedgerEntry]:
+        try:
+            rows = self._conn.execute(
+                "SELECT idx, event, phase, role FROM privtune_ledger WHERE study = ? ORDER BY idx",
+                (self.study,),
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise LedgerError(f"Cannot read the privacy ledger at {self.path!r}: {exc}") from exc
+        entries = []
+        for expected, (idx, event_json, phase, role) in enumerate(rows):
+            if idx != expected:
+                raise LedgerError(f"Privacy ledger {self.path!r} (study {self.study!r}) is corrupt: "
+                                  f"entry {expected} is missing.")
+            try:
+                event = event_from_dict(json.loads(event_json))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise LedgerError(f"Privacy ledger {self.path!r} holds an unreadable event at entry {idx}.") from exc
+            entries.append(LedgerEntry(index=idx, event=event, phase=phase, role=role))
+        return entries
+
+    def append(self, event: PrivacyEvent, *, phase: str = "", role: str | None = None) -> LedgerEntry:
+        if not isinstance(event, PrivacyEvent):
+            raise InvalidParameterError(f"Only PrivacyEvent objects can be charged; got {type(event).__name__}.")
+        with self._lock:
+            entry = LedgerEntry(index=len(self._entries), event=event, phase=phase, role=role)
+            payload = json.dumps(event.to_dict(), sort_keys=True)
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.execute(
+                    "INSERT INTO privtune_ledger (study, idx, event, phase, role) VALUES (?, ?, ?, ?, ?)",
+                    (self.study, entry.index, payload, phase, role),
+                )
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                try:
+                    self._conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+                raise LedgerError(
+                    f"The charge could not be recorded in {self.path!r} (study {self.study!r}): {exc}. "
+                    "Nothing was spent; do not access the data. If another process is writing to the "
+                    "same study, stop it first."
+                ) from exc
+            self._entries.append(entry)
+        return entry
+
+    def entries(self) -> tuple[LedgerEntry, ...]:
+        return tuple(self._entries)
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self._conn.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        raise TypeError("SQLiteLedger holds an open database connection and cannot be pickled; "
+                        "reopen it by path in the other process.")
+
+    def __repr__(self) -> str:
+        return f"SQLiteLedger({self.path!r}, study={self.study!r}, n_entries={len(self._entries)})"

@@ -1,0 +1,205 @@
+"""Pure functions on Renyi-DP curves: closed forms, conversion, and private-selection transforms.
+
+These are privtune's *own* implementations of the formulas it needs beyond what
+``dp_accounting`` offers as events, written from the papers so that tests can
+cross-check them against ``dp_accounting`` (two independent implementations):
+
+* RDP of the Laplace mechanism (Mironov 2017, Prop. 6) and of any pure
+  epsilon-DP mechanism (Bun & Steinke 2016, Prop. 3.3 -- the sinh bound);
+* RDP to (epsilon, delta) conversion (Canonne, Kamath & Steinke 2020, Prop. 12;
+  the conversion ``dp_accounting`` uses);
+* Papernot & Steinke (2022) private selection with a random number of runs K:
+  Theorem 2 (truncated negative binomial K) and Theorem 6 (Poisson K).
+
+All functions take an array of RDP orders ``orders`` (> 1) and the base curve
+``rdp`` evaluated at those orders.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from privtune.exceptions import InvalidParameterError
+
+__all__ = [
+    "DEFAULT_ORDERS",
+    "laplace_rdp",
+    "pure_dp_rdp",
+    "gaussian_rdp",
+    "rdp_to_epsilon",
+    "rdp_to_delta",
+    "truncated_negative_binomial_mean",
+    "truncated_negative_binomial_gamma",
+    "repeat_and_select_rdp",
+]
+
+#: Default grid of RDP orders (a superset of the usual Opacus / dp_accounting grids).
+DEFAULT_ORDERS = np.concatenate(
+    [np.linspace(1.01, 8, 140), np.arange(8.5, 64, 0.5), np.array([80, 96, 128, 192, 256, 512, 1024])]
+)
+
+
+def _orders(orders: np.ndarray | None) -> np.ndarray:
+    a = DEFAULT_ORDERS if orders is None else np.asarray(orders, dtype=float)
+    if a.ndim != 1 or a.size == 0 or np.any(~np.isfinite(a)) or np.any(a <= 1):
+        raise InvalidParameterError("RDP orders must be a non-empty 1-d array of finite values > 1.")
+    return a
+
+
+def laplace_rdp(orders: np.ndarray | None, epsilon: float) -> np.ndarray:
+    r"""RDP of the Laplace mechanism with scale ``sensitivity / epsilon`` (Mironov 2017, Prop. 6).
+
+    .. math:: \frac{1}{\alpha-1}\log\Big(\frac{\alpha}{2\alpha-1}e^{(\alpha-1)\epsilon}
+              + \frac{\alpha-1}{2\alpha-1}e^{-\alpha\epsilon}\Big)
+    """
+    a = _orders(orders)
+    t1 = np.log(a / (2 * a - 1)) + (a - 1) * epsilon
+    t2 = np.log((a - 1) / (2 * a - 1)) - a * epsilon
+    return np.logaddexp(t1, t2) / (a - 1)
+
+
+def pure_dp_rdp(orders: np.ndarray | None, epsilon: float) -> np.ndarray:
+    r"""RDP implied by pure epsilon-DP (Bun & Steinke 2016; tight for randomised response).
+
+    .. math:: \min\Big\{\epsilon,\ \frac{1}{\alpha-1}\log
+              \frac{\sinh(\alpha\epsilon)-\sinh((\alpha-1)\epsilon)}{\sinh\epsilon}\Big\}
+
+    computed in log space; it is at most ``min(epsilon, alpha epsilon**2 / 2)``.
+    """
+    a = _orders(orders)
+    e = float(epsilon)
+    # log(sinh(x)) = x + log1p(-exp(-2x)) - log 2, stable for large x.
+    def log_sinh(x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        return x + np.log1p(-np.exp(-2 * x)) - math.log(2)
+
+    la, lb = log_sinh(a * e), log_sinh((a - 1) * e)
+    with np.errstate(divide="ignore"):
+        num = la + np.log1p(-np.exp(lb - la))  # log(sinh(a e) - sinh((a-1) e))
+    val = (num - log_sinh(np.array(e))) / (a - 1)
+    return np.minimum(e, val)
+
+
+def gaussian_rdp(orders: np.ndarray | None, noise_multiplier: float) -> np.ndarray:
+    """RDP of the Gaussian mechanism: ``alpha / (2 noise_multiplier**2)`` (Mironov 2017)."""
+    a = _orders(orders)
+    if noise_multiplier <= 0:
+        return np.full_like(a, np.inf)
+    return a / (2.0 * noise_multiplier**2)
+
+
+def rdp_to_epsilon(orders: np.ndarray | None, rdp: np.ndarray, delta: float) -> float:
+    r"""Smallest epsilon such that the RDP curve implies (epsilon, delta)-DP.
+
+    Uses Canonne, Kamath & Steinke (2020), Prop. 12:
+    :math:`\epsilon = \min_\alpha\ \rho(\alpha) + \log((\alpha-1)/\alpha)
+    - (\log\delta + \log\alpha)/(\alpha-1)`, never below 0.
+    """
+    a = _orders(orders)
+    r = np.asarray(rdp, dtype=float)
+    if not 0 < delta < 1:
+        return math.inf
+    eps = r + np.log1p(-1 / a) - (math.log(delta) + np.log(a)) / (a - 1)
+    eps = eps[np.isfinite(eps)]
+    return max(0.0, float(eps.min())) if eps.size else math.inf
+
+
+def rdp_to_delta(orders: np.ndarray | None, rdp: np.ndarray, epsilon: float) -> float:
+    r"""Smallest delta such that the RDP curve implies (epsilon, delta)-DP (CKS 2020, Prop. 12)."""
+    a = _orders(orders)
+    r = np.asarray(rdp, dtype=float)
+    logd = (a - 1) * (r - epsilon + np.log1p(-1 / a)) - np.log(a)
+    logd = logd[np.isfinite(logd)]
+    return float(min(1.0, math.exp(min(0.0, logd.min())))) if logd.size else 1.0
+
+
+def truncated_negative_binomial_mean(eta: float, gamma: float) -> float:
+    """E[K] for the truncated negative binomial of Papernot & Steinke (2022), K >= 1.
+
+    ``eta(1-gamma) / (gamma (1-gamma**eta))``; ``(1/gamma - 1)/log(1/gamma)`` at
+    eta = 0 (logarithmic distribution); ``1/gamma`` at eta = 1 (geometric).
+    """
+    if not 0 < gamma < 1:
+        raise InvalidParameterError(f"gamma must be in (0, 1); got {gamma!r}.")
+    if eta == 0:
+        return (1 / gamma - 1) / math.log(1 / gamma)
+    return eta * (1 - gamma) / (gamma * (1 - gamma**eta))
+
+
+def truncated_negative_binomial_gamma(mean: float, eta: float) -> float:
+    """The gamma in (0, 1) whose truncated negative binomial has the given mean (bisection).
+
+    The mean is strictly decreasing in gamma, from +inf (gamma -> 0) to 1 (gamma -> 1).
+    """
+    if not mean > 1:
+        raise InvalidParameterError(f"The mean number of runs must be > 1; got {mean!r}.")
+    lo, hi = 1e-300, 1 - 1e-16
+    for _ in range(200):
+        mid = math.sqrt(lo * hi) if hi / lo > 4 else 0.5 * (lo + hi)
+        if truncated_negative_binomial_mean(eta, mid) > mean:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def repeat_and_select_rdp(
+    orders: np.ndarray | None,
+    rdp: np.ndarray,
+    *,
+    mean: float,
+    shape: float,
+) -> np.ndarray:
+    r"""RDP of releasing the best of K runs of a mechanism with RDP curve ``rdp``.
+
+    Parameters
+    ----------
+    orders : ndarray or None
+        RDP orders (> 1) at which ``rdp`` is given; ``None`` for :data:`DEFAULT_ORDERS`.
+    rdp : ndarray
+        The base mechanism's RDP curve at ``orders``.
+    mean : float in (1, inf)
+        E[K].
+    shape : float in (-1, inf]
+        eta of the truncated negative binomial (0: logarithmic, 1: geometric);
+        ``inf`` for a Poisson K.
+
+    Returns
+    -------
+    ndarray
+        The RDP curve of the selection at ``orders``.
+
+    Notes
+    -----
+    Truncated negative binomial (Papernot & Steinke 2022, Thm. 2): for every
+    :math:`\lambda` and :math:`\hat\lambda` on the grid,
+
+    .. math:: \epsilon'(\lambda) = \epsilon(\lambda) + (1+\eta)(1-1/\hat\lambda)\epsilon(\hat\lambda)
+              + (1+\eta)\log(1/\gamma)/\hat\lambda + \log E[K]/(\lambda-1),
+
+    minimised over :math:`\hat\lambda`. Poisson (Thm. 6): with
+    :math:`\hat\epsilon = \log(1 + 1/(\lambda-1))` and :math:`\hat\delta` the
+    delta of the base at :math:`\hat\epsilon` (from its RDP curve),
+    :math:`\epsilon'(\lambda) = \epsilon(\lambda) + \mu\hat\delta + \log\mu/(\lambda-1)`.
+    The result is made non-decreasing in :math:`\lambda` (RDP curves are
+    non-decreasing in the order, so the running minimum from the right is valid).
+    """
+    a = _orders(orders)
+    r = np.asarray(rdp, dtype=float)
+    if math.isinf(shape):
+        mu = float(mean)
+        out = np.empty_like(a)
+        for i, lam in enumerate(a):
+            eps_hat = math.log1p(1 / (lam - 1))
+            delta_hat = rdp_to_delta(a, r, eps_hat)
+            out[i] = r[i] + mu * delta_hat + math.log(mu) / (lam - 1)
+    else:
+        gamma = truncated_negative_binomial_gamma(mean, shape)
+        hat = (1 + shape) * (1 - 1 / a) * r + (1 + shape) * math.log(1 / gamma) / a
+        out = r + hat.min() + math.log(mean) / (a - 1)
+    # monotone envelope: eps'(lambda) <= eps'(lambda') for lambda <= lambda'
+    return np.minimum.accumulate(out[::-1])[::-1]
+
+

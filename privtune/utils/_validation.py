@@ -1,0 +1,175 @@
+"""Parameter validation with messages that name the parameter, its domain and the value.
+
+Every check raises :class:`~privtune.exceptions.InvalidParameterError` with a
+message in scikit-learn's template::
+
+    The 'epsilon' parameter of Laplace must be a float in the range (0, inf). Got -1 instead.
+
+The checks are pure: they never read sensitive data beyond the argument they are
+given, and they run before any budget is spent.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from privtune.exceptions import InvalidParameterError
+
+__all__ = [
+    "check_real",
+    "check_integer",
+    "check_epsilon",
+    "check_delta",
+    "check_sensitivity",
+    "check_finite_array",
+]
+
+
+def _owner_phrase(owner: str | None) -> str:
+    return f" of {owner}" if owner else ""
+
+
+def _interval(low: float | None, high: float | None, closed: str) -> str:
+    left = "[" if closed in ("both", "left") else "("
+    right = "]" if closed in ("both", "right") else ")"
+    lo = "-inf" if low is None else repr(low)
+    hi = "inf" if high is None else repr(high)
+    return f"{left}{lo}, {hi}{right}"
+
+
+def check_real(
+    value: Any,
+    name: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    closed: str = "neither",
+    allow_inf: bool = False,
+    owner: str | None = None,
+) -> float:
+    """Validate a real scalar and return it as a Python float.
+
+    Parameters
+    ----------
+    value : object
+        The value to check. Booleans, strings, NaN and (unless ``allow_inf``)
+        infinities are refused.
+    name : str
+        Parameter name used in the error message.
+    low, high : float or None, default=None
+        Bounds of the domain; ``None`` means unbounded on that side.
+    closed : {"neither", "left", "right", "both"}, default="neither"
+        Which bounds belong to the domain.
+    allow_inf : bool, default=False
+        Whether ``+inf`` is accepted (when within the bounds).
+    owner : str or None, default=None
+        Name of the class or function owning the parameter.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    InvalidParameterError
+        If the value is not a real number in the domain.
+    """
+    domain = f"a float in the range {_interval(low, high, closed)}"
+    where = f"The {name!r} parameter{_owner_phrase(owner)} must be {domain}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+            value = value.item()
+        else:
+            raise InvalidParameterError(f"{where}. Got {value!r} of type {type(value).__name__} instead.")
+    x = float(value)
+    if math.isnan(x) or (math.isinf(x) and not allow_inf):
+        raise InvalidParameterError(f"{where}. Got {value!r} instead.")
+    ok_low = low is None or (x >= low if closed in ("both", "left") else x > low)
+    ok_high = high is None or (x <= high if closed in ("both", "right") else x < high)
+    if not (ok_low and ok_high):
+        raise InvalidParameterError(f"{where}. Got {value!r} instead.")
+    return x
+
+
+def check_integer(
+    value: Any,
+    name: str,
+    *,
+    low: int | None = None,
+    high: int | None = None,
+    owner: str | None = None,
+) -> int:
+    """Validate an integer scalar in ``[low, high]`` and return it as a Python int.
+
+    Raises
+    ------
+    InvalidParameterError
+        If the value is not an integer in the closed interval.
+    """
+    lo = "-inf" if low is None else str(low)
+    hi = "inf" if high is None else str(high)
+    where = f"The {name!r} parameter{_owner_phrase(owner)} must be an int in the range [{lo}, {hi}]"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidParameterError(f"{where}. Got {value!r} of type {type(value).__name__} instead.")
+    v = int(value)
+    if (low is not None and v < low) or (high is not None and v > high):
+        raise InvalidParameterError(f"{where}. Got {value!r} instead.")
+    return v
+
+
+def check_epsilon(
+    value: Any, name: str = "epsilon", *, owner: str | None = None, allow_inf: bool = False
+) -> float:
+    """Validate a privacy parameter epsilon: a float in ``(0, inf)``."""
+    return check_real(value, name, low=0.0, closed="neither", allow_inf=allow_inf, owner=owner)
+
+
+def check_delta(
+    value: Any, name: str = "delta", *, owner: str | None = None, allow_zero: bool = True
+) -> float:
+    """Validate a privacy parameter delta: a float in ``[0, 1)`` (or ``(0, 1)``)."""
+    return check_real(value, name, low=0.0, high=1.0, closed="left" if allow_zero else "neither",
+                      owner=owner)
+
+
+def check_sensitivity(value: Any, name: str = "sensitivity", *, owner: str | None = None) -> float:
+    """Validate a declared sensitivity: a finite float in ``(0, inf)``.
+
+    A sensitivity is a *declared* public bound. privtune never reads it off the data.
+    """
+    return check_real(value, name, low=0.0, closed="neither", owner=owner)
+
+
+def check_finite_array(
+    value: Any,
+    name: str,
+    *,
+    owner: str | None = None,
+    ndim: int | tuple[int, ...] | None = None,
+    allow_empty: bool = False,
+) -> np.ndarray:
+    """Convert to a float64 array and refuse NaN, infinities, empty or mis-shaped input.
+
+    The message never contains the array's values (they may be private); it
+    names the parameter and the kind of defect only.
+    """
+    where = f"The {name!r} parameter{_owner_phrase(owner)}"
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"{where} must be an array of real numbers.") from None
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if arr.ndim not in allowed:
+            raise InvalidParameterError(
+                f"{where} must have {' or '.join(map(str, allowed))} dimension(s); got {arr.ndim}."
+            )
+    if arr.size == 0 and not allow_empty:
+        raise InvalidParameterError(f"{where} must not be empty.")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidParameterError(f"{where} contains NaN or infinite values.")
+    return arr
