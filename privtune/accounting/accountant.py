@@ -181,12 +181,24 @@ class _State:
                           and o[1] <= delta_budget * (1 + BUDGET_RTOL))
         cheap = self.options(delta_budget, cheap_only=True)
         if epsilon_ceiling is not None and any(fits(o) for o in cheap):
-            return min((o for o in cheap if fits(o)), key=lambda o: (o[0], o[1]))
+            return _best([o for o in cheap if fits(o)])
         allopts = cheap + [o for o in self.options(delta_budget, cheap_only=False) if o[2] == "pld"]
         allopts = [o for o in allopts if o[1] <= delta_budget * (1 + BUDGET_RTOL)]
         if not allopts:
             return (math.inf, delta_budget, "none")
-        return min(allopts, key=lambda o: (o[0], o[1]))
+        return _best(allopts)
+
+
+def _best(options: list[tuple[float, float, str]]) -> tuple[float, float, str]:
+    """The smallest epsilon; among bounds within a relative 1e-4 of it, the one using least delta.
+
+    All options are valid bounds on the same mechanism, so any choice is sound;
+    the tie-break keeps a pure-DP run reported as (eps, 0) rather than as
+    (eps - 1e-6, delta).
+    """
+    eps_min = min(o[0] for o in options)
+    near = [o for o in options if o[0] <= eps_min * (1 + 1e-4)]
+    return min(near, key=lambda o: (o[1], o[0]))
 
 
 def _as_budget(budget: Any) -> Budget:
@@ -268,7 +280,8 @@ class Accountant:
             raise InvalidParameterError(
                 f"The 'method' parameter of Accountant must be one of {list(_METHODS)}. Got {method!r} instead.")
         if ledger is not None and not isinstance(ledger, Ledger):
-            raise InvalidParameterError(f"The 'ledger' parameter of Accountant must be a Ledger. Got {type(ledger).__name__}.")
+            raise InvalidParameterError(
+                f"The 'ledger' parameter of Accountant must be a Ledger. Got {type(ledger).__name__}.")
         self.relation = relation
         self.method = method
         self._orders = tuple(float(o) for o in (DEFAULT_ORDERS if orders is None else orders))
@@ -280,8 +293,7 @@ class Accountant:
         self._spent_cache: tuple[int, Budget] | None = None
 
     def _new_state(self) -> _State:
-        methods = ("basic", "rdp", "pld") if self.method == "auto" else ("basic", self.method) \
-            if self.method != "basic" else ("basic",)
+        methods = ("basic", "rdp", "pld") if self.method == "auto" else (self.method,)
         return _State(self.relation, self._orders, methods)
 
     # -- public read-only views -------------------------------------------------------
@@ -322,7 +334,8 @@ class Accountant:
     def get_epsilon(self, delta: float) -> float:
         """The epsilon spent so far at a given delta (tightest valid bound)."""
         if not 0 <= delta < 1:
-            raise InvalidParameterError(f"The 'delta' parameter of get_epsilon must be in [0, 1). Got {delta!r} instead.")
+            raise InvalidParameterError(
+                f"The 'delta' parameter of get_epsilon must be in [0, 1). Got {delta!r} instead.")
         eps, d, _ = self._state.bound(delta)
         return eps if d <= delta * (1 + BUDGET_RTOL) else math.inf
 

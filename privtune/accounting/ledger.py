@@ -111,6 +111,13 @@ class InMemoryLedger(Ledger):
     def entries(self) -> tuple[LedgerEntry, ...]:
         return tuple(self._entries)
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_entries": list(self._entries)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._entries = state["_entries"]
+        self._lock = threading.Lock()
+
     def __repr__(self) -> str:
         return f"InMemoryLedger(n_entries={len(self._entries)})"
 
@@ -151,7 +158,8 @@ class SQLiteLedger(Ledger):
 
     def __init__(self, path: str | os.PathLike[str], *, study: str = "default") -> None:
         if not isinstance(study, str) or not study:
-            raise InvalidParameterError(f"The 'study' parameter of SQLiteLedger must be a non-empty str. Got {study!r}.")
+            raise InvalidParameterError(
+                f"The 'study' parameter of SQLiteLedger must be a non-empty str. Got {study!r}.")
         self.path = os.fspath(path)
         self.study = study
         self._lock = threading.Lock()

@@ -26,6 +26,7 @@ K must be drawn from a secret, secure source: use :func:`sample_repetitions`.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -33,7 +34,7 @@ import numpy as np
 from privtune.accounting import rdp_math
 from privtune.exceptions import InvalidParameterError
 from privtune.utils._random import RandomStateLike, check_random_state
-from privtune.utils._validation import check_delta, check_epsilon, check_real
+from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
 
 __all__ = [
     "liu_talwar_epsilon",
@@ -121,6 +122,13 @@ def repeat_and_select_epsilon(
     return rdp_math.rdp_to_epsilon(orders, curve, d)
 
 
+@functools.lru_cache(maxsize=64)
+def _repetition_cdf(mean: float, shape: float) -> np.ndarray:
+    cdf = np.cumsum(_repetition_pmf(mean, shape))
+    cdf.setflags(write=False)
+    return cdf
+
+
 def _repetition_pmf(mean: float, shape: float, tail: float = 2.0**-64) -> np.ndarray:
     """pmf of K over 0..k_max, truncated once the remaining mass is provably below ``tail``.
 
@@ -152,7 +160,9 @@ def _repetition_pmf(mean: float, shape: float, tail: float = 2.0**-64) -> np.nda
     return arr
 
 
-def sample_repetitions(mean: float, *, shape: float, random_state: RandomStateLike = None) -> int:
+def sample_repetitions(
+    mean: float, *, shape: float, size: int | None = None, random_state: RandomStateLike = None
+) -> int | np.ndarray:
     """Draw the secret number of runs K for a random-stopping private selection.
 
     Parameters
@@ -162,24 +172,28 @@ def sample_repetitions(mean: float, *, shape: float, random_state: RandomStateLi
     shape : float in (-1, inf]
         Truncated negative binomial eta (0: logarithmic, 1: geometric), or
         ``inf`` for Poisson(mean) (which may return 0: release nothing).
+    size : int or None, default=None
+        ``None`` for one draw (an int), else an array of ``size`` draws.
     random_state : None, int or numpy Generator
         ``None`` (default) uses the secure source: K must stay secret.
 
     Returns
     -------
-    int
+    int or ndarray of int
 
     Notes
     -----
     **Privacy.** K is data-independent, but the guarantees of
     :func:`papernot_steinke_epsilon` assume it is hidden from the adversary:
     never log or report it for a secure run. Sampling is by inverse CDF with an
-    exact 53-bit uniform.
+    exact 53-bit uniform; the law is truncated where its tail mass is provably
+    below 2**-64.
     """
     m = check_real(mean, "mean", low=1.0, owner="sample_repetitions")
     eta = check_real(shape, "shape", low=-1.0, allow_inf=True, owner="sample_repetitions")
+    n = 1 if size is None else check_integer(size, "size", low=0, owner="sample_repetitions")
     source = check_random_state(random_state, owner="sample_repetitions")
-    pmf = _repetition_pmf(m, eta)
-    u = float(source.uniform53(1)[0])
-    cdf = np.cumsum(pmf)
-    return int(min(np.searchsorted(cdf, u, side="right"), len(pmf) - 1))
+    cdf = _repetition_cdf(m, eta)
+    u = source.uniform53(n)
+    k = np.minimum(np.searchsorted(cdf, u, side="right"), len(cdf) - 1).astype(np.int64)
+    return int(k[0]) if size is None else k
