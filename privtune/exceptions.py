@@ -10,7 +10,8 @@ Hierarchy::
     |-- InvalidParameterError(PrivtuneError, ValueError, TypeError)
     |-- BudgetExceededError(PrivtuneError, ValueError)
     |-- UnsupportedEventError(PrivtuneError, TypeError)
-    `-- LedgerError(PrivtuneError, RuntimeError)
+    |-- LedgerError(PrivtuneError, RuntimeError)
+    `-- SessionClosedError(PrivtuneError, RuntimeError)
 
     PrivtuneWarning(UserWarning)
     |-- PrivacyLeakWarning(PrivtuneWarning, RuntimeWarning)
@@ -31,6 +32,7 @@ __all__ = [
     "BudgetExceededError",
     "UnsupportedEventError",
     "LedgerError",
+    "SessionClosedError",
     "PrivtuneWarning",
     "PrivacyLeakWarning",
     "InsecureRandomnessWarning",
@@ -103,6 +105,14 @@ class LedgerError(PrivtuneError, RuntimeError):
 
     When it is raised by a charge, the charge did not happen and the data it
     would have paid for must not be touched.
+    """
+
+
+class SessionClosedError(PrivtuneError, RuntimeError):
+    """A one-shot mechanism session was used after it halted.
+
+    For example a sparse-vector session after its first positive answer: its
+    noisy threshold must never be reused (seed 003 spec, P8).
     """
 
 

@@ -1,0 +1,254 @@
+"""Unit tests of the exact integer samplers and grid helpers (privtune.mechanisms._samplers)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from privtune.exceptions import InvalidParameterError
+from privtune.mechanisms import bernoulli_exp, discrete_gaussian, discrete_laplace
+from privtune.mechanisms._samplers import (
+    GRID_HEADROOM,
+    MIN_GRID_EXPONENT,
+    _gaussian_rejection_constants,
+    gaussian_grid,
+    laplace_grid,
+    round_to_grid,
+)
+from privtune.utils import check_random_state
+from privtune.utils._random import RandomSource, SeededRandomSource
+
+
+class IntegersOnlySource(RandomSource):
+    """A source implementing only ``integers_below``; every other primitive fails.
+
+    The samplers must run on it: they may use nothing but exact uniform integers
+    (``bernoulli_half`` is derived from ``integers_below`` by the base class).
+    """
+
+    seeded = True
+
+    def __init__(self, seed: int) -> None:
+        self._gen = np.random.default_rng(seed)
+        self.calls = 0
+
+    def integers_below(self, high):
+        h = self._check_high(high)
+        self.calls += 1
+        return self._gen.integers(0, h, dtype=np.int64) if h.size else np.empty(h.shape, np.int64)
+
+    def uniform53(self, size):  # pragma: no cover - must not be called
+        raise AssertionError("the exact samplers must not use float uniforms")
+
+
+def _source(gen: np.random.Generator) -> SeededRandomSource:
+    return check_random_state(gen)
+
+
+# --------------------------------------------------------------------------------------
+# bernoulli_exp
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("x", "y", "match"),
+    [
+        (-1, 1, r"The 'x' parameter of bernoulli_exp must have entries in the range \[0, inf\]"),
+        (1, 0, r"The 'y' parameter of bernoulli_exp must have entries in the range \[1, "),
+        (1, 2**62 + 1, r"The 'y' parameter of bernoulli_exp must have entries in the range \[1, "),
+        (0.5, 1, r"The 'x' parameter of bernoulli_exp must be an array of integers"),
+        (1, [1.0], r"The 'y' parameter of bernoulli_exp must be an array of integers"),
+        ([1, 2, 3], [1, 2], r"must have broadcastable shapes"),
+        (np.array([1, "a"], dtype=object), 1, r"The 'x' parameter of bernoulli_exp must be an "),
+    ],
+)
+def test_bernoulli_exp_refuses_bad_input_without_drawing(generator, x, y, match):
+    source = _source(generator)
+    before = generator.bit_generator.state
+    with pytest.raises(InvalidParameterError, match=match):
+        bernoulli_exp(x, y, source)
+    assert generator.bit_generator.state == before
+
+
+def test_bernoulli_exp_refuses_non_source():
+    with pytest.raises(InvalidParameterError, match=r"The 'source' parameter of bernoulli_exp"):
+        bernoulli_exp(1, 1, np.random.default_rng(0))
+
+
+def test_bernoulli_exp_shapes_and_edge_values():
+    source = IntegersOnlySource(0)
+    out = bernoulli_exp(np.zeros((3, 4), dtype=np.int64), 7, source)
+    assert out.shape == (3, 4) and out.dtype == bool and out.all()  # exp(0) = 1
+    # gamma = 10**6: probability exp(-1e6) == 0 in any run
+    assert not bernoulli_exp(np.full(1000, 10**6), 1, source).any()
+    # numerators beyond int64 are handled exactly with Python integers
+    assert not bernoulli_exp(np.array([2**80, 2**70], dtype=object), 3, source).any()
+    assert bernoulli_exp(np.array([], dtype=np.int64), 1, source).shape == (0,)
+    assert source.calls > 0
+
+
+def test_bernoulli_exp_mean_is_close_to_exp_minus_gamma():
+    # Coarse sanity check (the statistical suite has the exact tests): 5 standard errors.
+    source = _source(np.random.default_rng(1))
+    n = 40_000
+    for x, y in [(1, 3), (1, 1), (7, 2)]:
+        p = math.exp(-x / y)
+        mean = bernoulli_exp(np.full(n, x), y, source).mean()
+        assert abs(mean - p) < 5 * math.sqrt(p * (1 - p) / n)
+
+
+def test_bernoulli_exp_large_denominator_uses_exact_two_stage_draw():
+    # y * K > 2**62 forces the (Bernoulli(x/y) AND Bernoulli(1/K)) path.
+    source = _source(np.random.default_rng(2))
+    y = 2**61 + 1
+    out = bernoulli_exp(np.full(20_000, y - 1), y, source)  # gamma ~ 1
+    assert abs(out.mean() - math.exp(-1)) < 5 * math.sqrt(0.25 / 20_000)
+
+
+def test_bernoulli_exp_is_reproducible():
+    a = bernoulli_exp(np.arange(100) % 9, 4, _source(np.random.default_rng(5)))
+    b = bernoulli_exp(np.arange(100) % 9, 4, _source(np.random.default_rng(5)))
+    assert np.array_equal(a, b)
+
+
+# --------------------------------------------------------------------------------------
+# discrete Laplace and discrete Gaussian
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((0, 1, 10), r"The 'scale_num' parameter of discrete_laplace must be an int in the range "
+                     r"\[1, 4611686018427387904\]. Got 0 instead."),
+        ((1, -2, 10), r"The 'scale_den' parameter of discrete_laplace must be an int"),
+        ((1.5, 1, 10), r"The 'scale_num' parameter of discrete_laplace must be an int"),
+        ((True, 1, 10), r"The 'scale_num' parameter of discrete_laplace must be an int"),
+        ((2**62 + 1, 1, 10), r"The 'scale_num' parameter of discrete_laplace"),
+        ((1, 1, -1), r"The 'size' parameter of discrete_laplace must be a non-negative int"),
+        ((1, 1, 2.0), r"The 'size' parameter of discrete_laplace must be a non-negative int"),
+        ((1, 1, (2, -1)), r"The 'size' parameter of discrete_laplace"),
+    ],
+)
+def test_discrete_laplace_refuses_bad_input_without_drawing(generator, args, match):
+    before = generator.bit_generator.state
+    with pytest.raises(InvalidParameterError, match=match):
+        discrete_laplace(*args, _source(generator))
+    assert generator.bit_generator.state == before
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((0, 1, 10), r"The 'sigma2_num' parameter of discrete_gaussian must be an int"),
+        ((1, 0, 10), r"The 'sigma2_den' parameter of discrete_gaussian must be an int"),
+        ((2.0, 1, 10), r"The 'sigma2_num' parameter of discrete_gaussian must be an int"),
+        ((2, 1, "3"), r"The 'size' parameter of discrete_gaussian"),
+        ((2**62, 3, 10), r"needs exact denominators beyond 2\*\*62"),
+    ],
+)
+def test_discrete_gaussian_refuses_bad_input_without_drawing(generator, args, match):
+    before = generator.bit_generator.state
+    with pytest.raises(InvalidParameterError, match=match):
+        discrete_gaussian(*args, _source(generator))
+    assert generator.bit_generator.state == before
+
+
+def test_samplers_use_only_integers_below():
+    source = IntegersOnlySource(3)
+    z = discrete_laplace(3, 2, 1000, source)
+    w = discrete_gaussian(5, 3, (10, 10), source)
+    assert z.dtype == np.int64 and z.shape == (1000,)
+    assert w.dtype == np.int64 and w.shape == (10, 10)
+
+
+def test_samplers_shapes_and_empty():
+    source = _source(np.random.default_rng(0))
+    assert discrete_laplace(4, 1, (2, 3), source).shape == (2, 3)
+    assert discrete_laplace(4, 1, 0, source).shape == (0,)
+    assert discrete_gaussian(4, 1, (0, 5), source).shape == (0, 5)
+
+
+def test_samplers_are_reproducible_and_seed_dependent():
+    a = discrete_laplace(2**10, 1, 500, _source(np.random.default_rng(7)))
+    b = discrete_laplace(2**10, 1, 500, _source(np.random.default_rng(7)))
+    c = discrete_laplace(2**10, 1, 500, _source(np.random.default_rng(8)))
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+    g1 = discrete_gaussian(4**10, 1, 500, _source(np.random.default_rng(7)))
+    g2 = discrete_gaussian(4**10, 1, 500, _source(np.random.default_rng(7)))
+    assert np.array_equal(g1, g2)
+
+
+def test_discrete_laplace_is_symmetric_integer_with_right_scale():
+    source = _source(np.random.default_rng(11))
+    z = discrete_laplace(2**10, 1, 200_000, source)
+    p = math.exp(-(2.0**-10))
+    var = 2 * p / (1 - p) ** 2
+    assert abs(z.mean()) < 5 * math.sqrt(var / z.size)
+    assert abs(z.var() / var - 1) < 0.03
+
+
+def test_discrete_laplace_huge_scale_stays_exact():
+    # t = 2**62: U + t V overflows int64 as soon as V >= 1, so Python ints are used.
+    z = discrete_laplace(2**62, 1, 200, _source(np.random.default_rng(4)))
+    vals = [int(v) for v in z.tolist()]
+    assert all(isinstance(v, int) for v in vals)
+    assert np.median(np.abs(np.asarray(vals, dtype=float))) > 2.0**58
+
+
+def test_discrete_gaussian_rejection_constants():
+    # sigma = 2**10 exactly: t = sigma, sigma**2/t = 2**10, exponent (|Y| - 2**10)**2 / 2**21
+    assert _gaussian_rejection_constants(4**10, 1) == (2**10, 1, 2**10, 1, 2**21)
+    # sigma**2 = 2: t = floor(sqrt 2) + 1 = 2, sigma**2/t = 1, exponent (|Y| - 1)**2 / 4
+    assert _gaussian_rejection_constants(2, 1) == (2, 1, 1, 1, 4)
+    # sigma**2 = 5/3: t = 2, sigma**2/t = 5/6; exponent (6|Y| - 5)**2 * 3 / (2*5*36)
+    t, q, p, mult, den = _gaussian_rejection_constants(5, 3)
+    assert (t, q, p) == (2, 6, 5)
+    assert Fraction(mult, den) == Fraction(3, 2 * 5 * 36)
+
+
+def test_discrete_gaussian_large_sigma_uses_exact_integers():
+    # sigma = 2**28: (|Y| - 2**28)**2 can exceed int64, forcing the Python-int path.
+    z = discrete_gaussian(4**28, 1, 2000, _source(np.random.default_rng(9)))
+    assert z.dtype == np.int64
+    assert abs(z.std() / 2**28 - 1) < 0.1
+
+
+# --------------------------------------------------------------------------------------
+# grid helpers
+# --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dim", [1, 3, 1000, 10**6])
+@pytest.mark.parametrize("epsilon", [0.01, 1.0, 50.0])
+def test_laplace_grid_is_exact_and_smallest(dim, epsilon):
+    sens = 0.7
+    scale = sens * (1 + GRID_HEADROOM) / epsilon
+    k, g = laplace_grid(scale=scale, sensitivity=sens, epsilon=epsilon, dim=dim, owner="t")
+    assert k >= MIN_GRID_EXPONENT and g == math.ldexp(scale, -k)
+    assert Fraction(sens) / Fraction(g) + 2 * dim <= Fraction(epsilon) * 2**k
+    if k > MIN_GRID_EXPONENT:
+        g1 = math.ldexp(scale, -(k - 1))
+        assert Fraction(sens) / Fraction(g1) + 2 * dim > Fraction(epsilon) * 2 ** (k - 1)
+    # and the brief's sufficient condition 2 d g <= eta Delta holds at the chosen k
+    assert 2 * dim * g <= GRID_HEADROOM * sens * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("dim", [1, 2, 10_000])
+def test_gaussian_grid_is_exact(dim):
+    nm, sens = 3.7306316348159374, 2.5
+    sigma = nm * sens * (1 + GRID_HEADROOM) * (1 + 2**-50)
+    k, g = gaussian_grid(sigma=sigma, sensitivity=sens, noise_multiplier=nm, dim=dim, owner="t")
+    assert k >= MIN_GRID_EXPONENT and g == math.ldexp(sigma, -k)
+    a = Fraction(2**k) / Fraction(nm) - Fraction(sens) / Fraction(g)
+    assert a >= 0 and a * a >= 4 * dim
+
+
+def test_grid_refuses_impossible_dimension():
+    with pytest.raises(InvalidParameterError, match=r"cannot place .* on an exact noise grid"):
+        laplace_grid(scale=1e-6, sensitivity=1e-9, epsilon=1e-3, dim=10**15, owner="Laplace")
+    with pytest.raises(InvalidParameterError, match=r"cannot place .* on an exact noise grid"):
+        gaussian_grid(sigma=1.0, sensitivity=1.0, noise_multiplier=1.0, dim=10**18, owner="G")
+
+
+def test_round_to_grid_refuses_values_beyond_exact_range():
+    assert round_to_grid(np.array([0.49, 0.51, -2.5]), 1.0, "value", "X").tolist() == [0, 1, -2]
+    with pytest.raises(InvalidParameterError, match=r"The 'value' parameter of X is too large"):
+        round_to_grid(np.array([2.0**51]), 1.0, "value", "X")
