@@ -1,0 +1,28 @@
+"""Search spaces, their encoding onto the unit cube, and finite candidate sets Λ.
+
+This subpackage needs numpy and scipy only (it never imports torch).
+
+- :class:`Real`, :class:`Integer`, :class:`Categorical`: dimensions, each
+  encoded to one coordinate of ``[0, 1]``.
+- :class:`SearchSpace`: an ordered ``{name: dimension}`` mapping with
+  ``encode`` / ``decode`` between dicts of hyperparameters and ``[0, 1]^d``.
+- :func:`candidate_set` / :class:`CandidateSet`: the finite set Λ over which
+  the private Bayesian optimisation runs (scrambled Sobol points plus an
+  optional user grid, de-duplicated).
+"""
+
+from __future__ import annotations
+
+from privtune.space._candidates import CandidateSet, candidate_set
+from privtune.space._dimensions import Categorical, Dimension, Integer, Real
+from privtune.space._search_space import SearchSpace
+
+__all__ = [
+    "CandidateSet",
+    "Categorical",
+    "Dimension",
+    "Integer",
+    "Real",
+    "SearchSpace",
+    "candidate_set",
+]
