@@ -21,7 +21,11 @@ composed mechanism, so the minimum is one too):
   bound, plus basic composition for the others, converted at the delta left
   by the latter;
 * **PLD** through ``dp_accounting``'s privacy-loss distributions (pessimistic
-  discretisation), likewise.
+  discretisation), likewise;
+* **exact Gaussian**: unsampled Gaussian events compose exactly into one
+  Gaussian mechanism with ``1/nm**2 = sum 1/nm_i**2`` (Dong, Roth & Su 2019),
+  whose exact privacy curve (Balle & Wang 2018) gives the epsilon; the other
+  events by basic composition.
 
 Events whose guarantee is *conditional* (Kusner et al. Alg. 1/2) are only ever
 composed by basic composition, and make the total conditional
@@ -56,16 +60,16 @@ from dp_accounting.rdp import RdpAccountant
 
 from privtune.accounting._conversion import dp_relation, pld_supported, to_pld, to_rdp_event, to_relation
 from privtune.accounting.budget import Budget
-from privtune.accounting.events import RELATIONS, PrivacyEvent
+from privtune.accounting.events import RELATIONS, ComposedEvent, GaussianEvent, PrivacyEvent, SelfComposedEvent
 from privtune.accounting.ledger import InMemoryLedger, Ledger, LedgerEntry
-from privtune.accounting.rdp_math import DEFAULT_ORDERS
+from privtune.accounting.rdp_math import DEFAULT_ORDERS, gaussian_epsilon_exact
 from privtune.exceptions import BudgetExceededError, InvalidParameterError, UnsupportedEventError
 
-__all__ = ["Accountant", "compose_events", "BUDGET_RTOL"]
+__all__ = ["Accountant", "Reservation", "compose_events", "BUDGET_RTOL"]
 
 #: Relative tolerance on budget comparisons (absorbs float representation of splits).
 BUDGET_RTOL = 1e-12
-_METHODS = ("auto", "basic", "rdp", "pld")
+_METHODS = ("auto", "basic", "rdp", "pld", "gaussian")
 _PLD_INTERVAL = 1e-4
 
 
@@ -101,12 +105,16 @@ class _State:
         self.pld_fixed = _Sums()
         self.pld = None
         self.pld_pending: list[PrivacyEvent] = []
+        self.gauss_fixed = _Sums()
+        self.gauss_precision = 0.0  # sum of 1 / noise_multiplier**2 over unsampled Gaussian events
+        self.pld_non_gaussian = 0  # PLD-bounded events that are not unsampled Gaussians
 
     def extended(self, event: PrivacyEvent) -> _State:
         new = copy.copy(self)
         new.basic = copy.deepcopy(self.basic)
         new.rdp_fixed = copy.deepcopy(self.rdp_fixed)
         new.pld_fixed = copy.deepcopy(self.pld_fixed)
+        new.gauss_fixed = copy.deepcopy(self.gauss_fixed)
         new.pld_pending = list(self.pld_pending)
         new.rdp = copy.deepcopy(self.rdp)
         new._add(event)
@@ -132,8 +140,15 @@ class _State:
             self.pld_pending.append(e)
         else:
             self.pld_fixed.add(fixed)
+        precision = None if conditional else _gaussian_precision(e)
+        if pld_supported(e) and not conditional and precision is None:
+            self.pld_non_gaussian += 1
+        if precision is not None:
+            self.gauss_precision += precision
+        else:
+            self.gauss_fixed.add(fixed)
         self.n += 1
-        if not (self.basic.valid or self.rdp_fixed.valid or self.pld_fixed.valid):
+        if not (self.basic.valid or self.rdp_fixed.valid or self.pld_fixed.valid or self.gauss_fixed.valid):
             raise UnsupportedEventError(f"No accounting method available here can bound {type(e).__name__}.")
 
     # -- bounds -------------------------------------------------------------------------
@@ -165,7 +180,14 @@ class _State:
                 out.append((eps_f, delta_f, "rdp"))
             elif delta_budget - delta_f > 0:
                 out.append((eps_f + self.rdp.get_epsilon(delta_budget - delta_f), delta_budget, "rdp"))
-        if not cheap_only and "pld" in self.methods and self.pld_fixed.valid:
+        if "gaussian" in self.methods and self.gauss_fixed.valid and self.gauss_precision > 0:
+            eps_f, delta_f = self.gauss_fixed.total()
+            if delta_budget - delta_f > 0:
+                mu = math.sqrt(self.gauss_precision)
+                out.append((eps_f + gaussian_epsilon_exact(mu, delta_budget - delta_f), delta_budget, "gaussian"))
+        exact_gaussian_dominates = ("gaussian" in self.methods and self.gauss_precision > 0
+                                    and self.pld_non_gaussian == 0)
+        if not cheap_only and "pld" in self.methods and self.pld_fixed.valid and not exact_gaussian_dominates:
             eps_f, delta_f = self.pld_fixed.total()
             if self.pld is None and not self.pld_pending:
                 out.append((eps_f, delta_f, "pld"))
@@ -225,7 +247,7 @@ class Accountant:
         :class:`~privtune.accounting.ledger.InMemoryLedger`. A ledger that
         already holds entries (a resumed study) is replayed, so past charges
         count against the budget.
-    method : {"auto", "basic", "rdp", "pld"}, default="auto"
+    method : {"auto", "basic", "rdp", "pld", "gaussian"}, default="auto"
         Which composition bounds to use; ``"auto"`` takes the tightest valid one.
     orders : array-like or None, default=None
         RDP orders; ``None`` uses :data:`privtune.accounting.rdp_math.DEFAULT_ORDERS`.
@@ -293,7 +315,7 @@ class Accountant:
         self._spent_cache: tuple[int, Budget] | None = None
 
     def _new_state(self) -> _State:
-        methods = ("basic", "rdp", "pld") if self.method == "auto" else (self.method,)
+        methods = ("basic", "gaussian", "rdp", "pld") if self.method == "auto" else (self.method,)
         return _State(self.relation, self._orders, methods)
 
     # -- public read-only views -------------------------------------------------------
@@ -379,7 +401,39 @@ class Accountant:
             )
         return trial, total
 
-    def spend(self, event: PrivacyEvent, *, phase: str = "", role: str | None = None) -> LedgerEntry:
+    def reserve(self, events: Iterable[PrivacyEvent]) -> Reservation:
+        """Check a whole plan of events now; spending them later, in order, skips re-checking.
+
+        Composition is monotone, so every prefix of a plan that fits the budget
+        fits too. :meth:`spend` with ``reservation=`` therefore records the next
+        planned event without recomputing the bound (the PLD bound of a long
+        plan costs tens of milliseconds per event), as long as nothing else was
+        charged in between; otherwise it falls back to the full check.
+
+        Parameters
+        ----------
+        events : iterable of PrivacyEvent
+            The plan, in the order it will be spent.
+
+        Returns
+        -------
+        Reservation
+
+        Raises
+        ------
+        BudgetExceededError
+            If the whole plan does not fit; nothing is recorded.
+        """
+        from privtune.accounting.events import ComposedEvent
+
+        planned = tuple(events)
+        with self._lock:
+            if planned:
+                self._trial(ComposedEvent(events=planned))
+            return Reservation(planned, start=self._state.n)
+
+    def spend(self, event: PrivacyEvent, *, phase: str = "", role: str | None = None,
+              reservation: Reservation | None = None) -> LedgerEntry:
         """Check ``event`` against the budget and record it durably. Call **before** the data access.
 
         Parameters
@@ -406,9 +460,16 @@ class Accountant:
         if not isinstance(phase, str):
             raise InvalidParameterError(f"The 'phase' parameter of spend must be a str. Got {phase!r}.")
         with self._lock:
-            trial, _ = self._trial(event)
+            if reservation is not None and reservation._covers(event, self._state.n):
+                if not isinstance(event, PrivacyEvent):  # pragma: no cover - covers() implies it
+                    raise InvalidParameterError("Only PrivacyEvent objects can be charged.")
+                trial = self._state.extended(event)  # bound already checked for the whole plan
+            else:
+                trial, _ = self._trial(event)
             entry = self._ledger.append(event, phase=phase, role=role)  # durable before returning
             self._state = trial
+            if reservation is not None:
+                reservation._advance(event, self._state.n)
             return entry
 
     # -- breakdowns -----------------------------------------------------------------------
@@ -438,6 +499,46 @@ class Accountant:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.RLock()
+
+
+def _gaussian_precision(event: PrivacyEvent) -> float | None:
+    """sum 1/nm**2 if ``event`` is made only of unsampled Gaussian events, else None."""
+    if isinstance(event, GaussianEvent):
+        return 1.0 / event.noise_multiplier**2 if event.noise_multiplier > 0 else None
+    if isinstance(event, ComposedEvent):
+        parts = [_gaussian_precision(e) for e in event.events]
+        return None if not parts or any(p is None for p in parts) else math.fsum(parts)
+    if isinstance(event, SelfComposedEvent):
+        inner = _gaussian_precision(event.event)
+        return None if inner is None or event.count == 0 else event.count * inner
+    return None
+
+
+class Reservation:
+    """A plan of events checked as a whole by :meth:`Accountant.reserve` (see there)."""
+
+    def __init__(self, events: tuple[PrivacyEvent, ...], *, start: int) -> None:
+        self.events = events
+        self._next = 0
+        self._expected_n = start
+
+    def _covers(self, event: PrivacyEvent, n: int) -> bool:
+        return (n == self._expected_n and self._next < len(self.events) and self.events[self._next] == event)
+
+    def _advance(self, event: PrivacyEvent, n: int) -> None:
+        if self._next < len(self.events) and self.events[self._next] == event and n == self._expected_n + 1:
+            self._next += 1
+            self._expected_n = n
+        else:
+            self._expected_n = -1  # broken sequence: later spends are fully checked
+
+    @property
+    def remaining(self) -> int:
+        """Planned events not yet spent."""
+        return len(self.events) - self._next
+
+    def __repr__(self) -> str:
+        return f"Reservation(n_events={len(self.events)}, spent={self._next})"
 
 
 def _describe(event: PrivacyEvent) -> str:

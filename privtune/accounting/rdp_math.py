@@ -203,3 +203,50 @@ def repeat_and_select_rdp(
     return np.minimum.accumulate(out[::-1])[::-1]
 
 
+
+
+def gaussian_delta_exact(mu: float, epsilon: float) -> float:
+    r"""Exact delta(epsilon) of a Gaussian mechanism with sensitivity / sigma = ``mu``.
+
+    Balle & Wang (2018), Thm. 8:
+    :math:`\Phi(\mu/2 - \epsilon/\mu) - e^\epsilon \Phi(-\mu/2 - \epsilon/\mu)`,
+    evaluated in log space for large epsilon.
+    """
+    from scipy.special import log_ndtr
+
+    if mu <= 0:
+        return 0.0
+    a = log_ndtr(mu / 2 - epsilon / mu)
+    b = epsilon + log_ndtr(-mu / 2 - epsilon / mu)
+    if b >= a:
+        return 0.0
+    return float(math.exp(a) * -math.expm1(b - a))
+
+
+def gaussian_epsilon_exact(mu: float, delta: float) -> float:
+    """Smallest epsilon with ``gaussian_delta_exact(mu, epsilon) <= delta`` (bisection, rounded up).
+
+    A composition of Gaussian mechanisms with noise multipliers ``nm_i`` is exactly
+    a Gaussian mechanism with ``mu = sqrt(sum 1 / nm_i**2)`` (Dong, Roth & Su 2019,
+    Cor. 3.3), so this gives the exact epsilon of any Gaussian-only composition.
+    """
+    if not 0 < delta < 1:
+        return math.inf
+    if mu <= 0:
+        return 0.0
+    if gaussian_delta_exact(mu, 0.0) <= delta:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while gaussian_delta_exact(mu, hi) > delta:
+        lo, hi = hi, 2 * hi
+        if hi > 1e8:
+            return math.inf
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        if gaussian_delta_exact(mu, mid) > delta:
+            lo = mid
+        else:
+            hi = mid
+    return hi

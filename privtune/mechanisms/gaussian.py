@@ -352,6 +352,45 @@ class Gaussian(_Frozen):
         self._set("_sigma", sigma)
         self._set("_source", check_random_state(random_state, owner=owner))
 
+    @classmethod
+    def from_noise_multiplier(cls, noise_multiplier: float, *, sensitivity: float,
+                              random_state: Any = None) -> Gaussian:
+        """A Gaussian mechanism with a given noise multiplier instead of an (epsilon, delta) target.
+
+        Use it when a whole plan of Gaussian releases is calibrated at once (the
+        composition of Gaussians with multipliers ``nm_i`` is exactly a Gaussian
+        with ``1 / nm**2 = sum 1 / nm_i**2``); the accountant then bounds the
+        plan from the events. ``epsilon`` and ``delta`` of the result are None
+        and ``calibration`` is ``"noise_multiplier"``.
+
+        Parameters
+        ----------
+        noise_multiplier : float in (0, inf)
+            sigma / sensitivity, as charged by :meth:`privacy_event`.
+        sensitivity : float in (0, inf)
+            Declared L2 sensitivity.
+        random_state : None, int, Generator or RandomSource, default=None
+
+        Returns
+        -------
+        Gaussian
+        """
+        owner = "Gaussian.from_noise_multiplier"
+        nm = check_real(noise_multiplier, "noise_multiplier", low=0.0, owner=owner)
+        sens = check_sensitivity(sensitivity, owner=owner)
+        sigma = _round_up_product(nm, sens, 1.0 + GRID_HEADROOM)
+        if not math.isfinite(sigma):
+            raise InvalidParameterError(f"The noise scale of {owner} overflows.")
+        self = cls.__new__(cls)
+        self._set("_epsilon", None)
+        self._set("_delta", None)
+        self._set("_sensitivity", sens)
+        self._set("_calibration", "noise_multiplier")
+        self._set("_noise_multiplier", nm)
+        self._set("_sigma", sigma)
+        self._set("_source", check_random_state(random_state, owner=owner))
+        return self
+
     # -- read-only parameters ------------------------------------------------------
     @property
     def epsilon(self) -> float:

@@ -102,7 +102,11 @@ def test_auto_takes_the_tightest_bound():
     auto = compose_events(events, delta=1e-6).epsilon
     rdp = compose_events(events, delta=1e-6, method="rdp").epsilon
     pld = compose_events(events, delta=1e-6, method="pld").epsilon
-    assert auto == min(rdp, pld) and pld < rdp
+    exact = compose_events(events, delta=1e-6, method="gaussian").epsilon
+    assert auto == exact <= pld < rdp  # Gaussians compose exactly: the closed form beats the pessimistic PLD
+    assert exact == pytest.approx(pld, rel=1e-6)
+    mixed = events + [LaplaceEvent(epsilon=0.1)]
+    assert compose_events(mixed, delta=1e-6).epsilon == compose_events(mixed, delta=1e-6, method="pld").epsilon
     pure = [LaplaceEvent(epsilon=2.0)] * 3
     assert compose_events(pure, delta=0.0) == Budget(6.0, 0.0)
 

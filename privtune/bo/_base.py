@@ -1,0 +1,132 @@
+"""The base class of the release methods (internal)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from privtune.accounting import Accountant, Budget, PrivacyEvent
+from privtune.bo._common import ChargedObjective, charge_plan, check_objective
+from privtune.bo.release import IterationRecord, Release
+from privtune.exceptions import InvalidParameterError
+from privtune.space import CandidateSet
+from privtune.utils._random import RandomSource, check_random_state
+from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
+
+__all__ = ["ReleaseMethod", "Callback"]
+
+Callback = Callable[[IterationRecord], Any]
+
+
+class ReleaseMethod:
+    """A private search strategy over a finite candidate set.
+
+    Subclasses implement :meth:`plan` (every privacy event the search will charge,
+    computed from public inputs only) and :meth:`_search`.
+    """
+
+    name = "base"
+
+    def __init__(self, *, epsilon: float, delta: float, n_iter: int, score_bounds: tuple[float, float]) -> None:
+        owner = type(self).__name__
+        self.epsilon = check_epsilon(epsilon, owner=owner)
+        self.delta = check_delta(delta, owner=owner)
+        self.n_iter = check_integer(n_iter, "n_iter", low=1, owner=owner)
+        if not (isinstance(score_bounds, (tuple, list)) and len(score_bounds) == 2):
+            raise InvalidParameterError(
+                f"The 'score_bounds' parameter of {owner} must be a (lower, upper) pair. Got {score_bounds!r}.")
+        lo = check_real(score_bounds[0], "score_bounds[0]", owner=owner)
+        hi = check_real(score_bounds[1], "score_bounds[1]", low=lo, owner=owner)
+        self.score_bounds = (lo, hi)
+
+    @property
+    def half_range(self) -> float:
+        return 0.5 * (self.score_bounds[1] - self.score_bounds[0])
+
+    @property
+    def mid(self) -> float:
+        return 0.5 * (self.score_bounds[1] + self.score_bounds[0])
+
+    # -- to implement --------------------------------------------------------------
+    def plan(self, candidates: CandidateSet) -> list[tuple[PrivacyEvent, str]]:
+        """Every (event, phase) the search charges, from public inputs only."""
+        raise NotImplementedError
+
+    def _search(self, f: ChargedObjective, candidates: CandidateSet, accountant: Accountant,
+                source: RandomSource, public_observations: Sequence[Any],
+                callback: Callback | None) -> Release:
+        raise NotImplementedError
+
+    # -- the protocol --------------------------------------------------------------
+    def run(
+        self,
+        objective: Callable[[Mapping[str, Any]], float],
+        candidates: CandidateSet,
+        *,
+        accountant: Accountant | None = None,
+        random_state: Any = None,
+        public_observations: Sequence[tuple[int, Any, float]] = (),
+        callback: Callback | None = None,
+    ) -> Release:
+        """Run the private search and return its :class:`~privtune.bo.Release`.
+
+        Parameters
+        ----------
+        objective : callable
+            ``objective(params) -> score`` on the sensitive validation data. Scores
+            are clipped to ``score_bounds``; non-finite scores count as the lower
+            bound. It is called only after the accountant has been charged.
+        candidates : CandidateSet
+            The finite candidate set Lambda (public).
+        accountant : Accountant or None
+            Charged before any evaluation. ``None`` builds one whose budget is
+            exactly this method's ``(epsilon, delta)``.
+        random_state : None, int, Generator
+            ``None``: secure noise. An int makes the run reproducible and the
+            release is labelled "seeded (reproducible, not for release)".
+        public_observations : sequence of (task, encoded x, score)
+            Scores on public tasks (task >= 1) that warm-start the GP at no
+            privacy cost (GP methods only).
+        callback : callable or None
+            Called with each :class:`~privtune.bo.IterationRecord` (releasable
+            fields only); returning True stops the search early.
+
+        Raises
+        ------
+        BudgetExceededError
+            Before any evaluation, if the plan does not fit the accountant's budget.
+        """
+        check_objective(objective)
+        if not isinstance(candidates, CandidateSet):
+            raise InvalidParameterError("The 'candidates' parameter must be a privtune.space.CandidateSet.")
+        if callback is not None and not callable(callback):
+            raise InvalidParameterError("The 'callback' parameter must be callable or None.")
+        if accountant is None:
+            accountant = Accountant(Budget(self.epsilon, self.delta))
+        elif not isinstance(accountant, Accountant):
+            raise InvalidParameterError("The 'accountant' parameter must be a privtune Accountant or None.")
+        source = check_random_state(random_state, owner=type(self).__name__)
+        f = ChargedObjective(objective, candidates, *self.score_bounds)
+        return self._search(f, candidates, accountant, source, tuple(public_observations), callback)
+
+    def _charge(self, accountant: Accountant, plan: list[tuple[PrivacyEvent, str]]) -> None:
+        charge_plan(accountant, plan)
+
+    @staticmethod
+    def _record(callback: Callback | None, record: IterationRecord) -> bool:
+        """Call the callback; True means stop."""
+        return bool(callback(record)) if callback is not None else False
+
+    def _spent(self, accountant: Accountant) -> float:
+        return accountant.spent.epsilon
+
+    def _to_scores(self, z: float) -> float:
+        return self.mid + self.half_range * z
+
+    def _to_gp(self, v: float) -> float:
+        return (v - self.mid) / self.half_range
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(epsilon={self.epsilon!r}, delta={self.delta!r}, n_iter={self.n_iter!r})"
+
+

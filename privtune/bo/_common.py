@@ -1,0 +1,108 @@
+"""Shared machinery of the release methods (internal).
+
+* :class:`ChargedObjective` -- the only path from a release method to the
+  user's objective. It refuses any call that has not been paid for (the method
+  must charge the accountant first), clips every score to the declared bounds
+  (rule: bounds are enforced, never read off the data) and maps a non-finite
+  score to the lower bound (like scikit-learn's ``error_score``), without ever
+  echoing the value.
+* budget splitting and up-front validation of a whole plan.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from privtune.accounting import Accountant, Budget, ComposedEvent, PrivacyEvent
+from privtune.exceptions import InvalidParameterError, PrivtuneError
+from privtune.utils._validation import check_real
+
+__all__ = ["ChargedObjective", "split_budget", "charge_plan", "check_objective", "best_case_selection"]
+
+ROLE = "validation"
+
+
+class ChargedObjective:
+    """Wraps ``objective(params) -> score``; calls it only for accesses already charged."""
+
+    def __init__(self, objective: Callable[[Mapping[str, Any]], float], candidates: Any,
+                 lower: float, upper: float) -> None:
+        self._objective = objective
+        self._candidates = candidates
+        self._lower, self._upper = float(lower), float(upper)
+        self._paid = 0
+        self._used = 0
+
+    def pay(self, n: int) -> None:
+        """Record that ``n`` more accesses have been charged to the accountant."""
+        self._paid += int(n)
+
+    @property
+    def accesses(self) -> int:
+        return self._used
+
+    def __call__(self, index: int) -> float:
+        if self._used >= self._paid:
+            raise PrivtuneError("Internal error: an evaluation of the sensitive objective was not paid for; "
+                                "nothing was evaluated.")
+        self._used += 1
+        value = self._objective(dict(self._candidates[index]))
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            raise InvalidParameterError("The objective must return a real number (the score).") from None
+        if not math.isfinite(v):
+            return self._lower
+        return min(self._upper, max(self._lower, v))
+
+
+def check_objective(objective: Any) -> None:
+    if not callable(objective):
+        raise InvalidParameterError("The 'objective' parameter must be a callable params -> score. "
+                                    f"Got {type(objective).__name__}.")
+
+
+def split_budget(epsilon: float, delta: float, share: float, owner: str) -> tuple[Budget, Budget]:
+    """Split (epsilon, delta) into ``share`` and ``1 - share`` (each part strictly positive)."""
+    s = check_real(share, "selection_share", low=0.0, high=1.0, owner=owner)
+    first = Budget(epsilon * s, delta * s)
+    second = Budget(epsilon * (1.0 - s), delta * (1.0 - s))
+    return first, second
+
+
+def charge_plan(accountant: Accountant, events: Sequence[tuple[PrivacyEvent, str]]) -> None:
+    """Check the whole plan against the budget, then charge every (event, phase) before any access."""
+    accountant.check(ComposedEvent(events=tuple(e for e, _ in events)))
+    for event, phase in events:
+        accountant.spend(event, phase=phase, role=ROLE)
+
+
+def best_case_selection(weight: float, gap: float, n: int) -> dict[str, float]:
+    """Data-independent picture of an exponential mechanism's selectivity.
+
+    The selection distribution if the top decile of ``n`` candidates beat all
+    others by ``gap`` (in the units the weight applies to): its mass on the top
+    decile and its entropy relative to uniform. A function of public quantities
+    only, so safe to report for every method -- unlike the entropy of the actual
+    EM distribution, which depends on the raw scores.
+    """
+    k = max(1, n // 10)
+    rest = n - k
+    a = weight * gap  # log-odds of one top candidate against one other
+    # mass on the top decile: k e^a / (k e^a + rest), computed without overflow
+    mass = 1.0 / (1.0 + (rest / k) * math.exp(-a)) if rest else 1.0
+    # entropy of the distribution: top candidates have log p_top, others log p_top - a
+    log_norm = math.log(k) + a + math.log1p((rest / k) * math.exp(-a)) if rest else math.log(k)
+    log_p_top = a - log_norm
+    ent = -(mass * log_p_top + (1.0 - mass) * (log_p_top - a))
+    return {"top_decile_mass_best_case": mass, "top_decile_mass_uniform": k / n,
+            "entropy_ratio_best_case": ent / math.log(n) if n > 1 else 0.0}
+
+
+def argmax_first(values: np.ndarray) -> int:
+    """Index of the maximum, lowest index among ties (deterministic)."""
+    return int(np.argmax(values))

@@ -1,0 +1,196 @@
+r"""``gp-ucb``: Kusner et al. (2015) Algorithm 1, exactly as the paper states it.
+
+GP-UCB runs for T iterations on the **raw** validation scores; only two things
+are released:
+
+* lambda~ by the exponential mechanism on the posterior mean mu_T over Lambda,
+  with sensitivity ``Delta = 2 sqrt(beta_{T+1}) + c`` (Thm. 1; Cor. 1);
+* v~ = max_t v_t + Laplace noise of scale
+  ``sqrt(C1 beta_T gamma_T) / (epsilon sqrt(T)) + c / epsilon + q / epsilon`` (Thm. 3; Cor. 2).
+
+Each is (epsilon_i, delta_i)-DP **conditionally** on the GP prior of Assumption 1
+(all validation sets' score functions jointly GP(0, k1 (x) k2) with the
+*declared* kernels), with probability at least 1 - delta_i over that prior; both
+together are (eps_sel + eps_score, delta_sel + delta_score)-DP by basic
+composition. The guarantee is labelled ``"conditional"`` everywhere.
+
+What is safe to show. The trajectory lambda_1..lambda_T, the posterior mean
+mu_T and anything computed from them (the entropy or top-decile mass of the
+actual selection distribution) depend on raw scores and are **not** released.
+The diagnostics are data-independent: the EM weight per score unit, the noise
+scale of v~ in score units, the utility bounds of Thms. 2 and 4, and the
+best-case selectivity of the EM (if the top decile of Lambda beat the rest by
+the whole score range). Section 7 of the spec explains why these are sobering:
+at epsilon ~ 1 the EM is close to uniform and the noise on v~ is about ten prior
+standard deviations, whatever the validation size.
+
+Departures from the paper. (1) gamma_T is the greedy information gain over
+Lambda divided by (1 - 1/e), a valid upper bound (the paper leaves gamma_T
+abstract). (2) The loop's beta_t uses the smaller of the two releases' deltas.
+(3) Scores are clipped to the declared bounds and mapped to the GP axis by the
+declared affine map; v* is the maximum of the clipped scores. (4) Public tasks
+(k1 (x) k2 with more tasks) may warm-start the posterior; they are independent
+of the private validation set, so Thm. 1's argument is unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from privtune.accounting import Accountant, EpsilonDeltaEvent, PrivacyEvent, compose_events
+from privtune.bo._base import Callback
+from privtune.bo._common import ChargedObjective, best_case_selection, split_budget
+from privtune.bo._gp_method import GPMethod
+from privtune.bo.constants import kusner_constants, score_utility_bound, selection_utility_bound
+from privtune.bo.release import IterationRecord, Release
+from privtune.exceptions import InvalidParameterError
+from privtune.gp import MultiTaskKernel
+from privtune.mechanisms import Exponential, Laplace
+from privtune.space import CandidateSet
+from privtune.utils._random import RandomSource
+from privtune.utils._validation import check_real
+
+__all__ = ["GPUCB"]
+
+
+class GPUCB(GPMethod):
+    """Kusner et al. Algorithm 1 (noisy observations).
+
+    Parameters
+    ----------
+    epsilon : float in (0, inf)
+        Total epsilon of the two releases (lambda~ and v~).
+    delta : float in (0, 1)
+        Total delta of the two releases (each release's guarantee holds with
+        probability at least 1 - its delta under the GP prior).
+    n_iter : int
+        T, the number of GP-UCB iterations (evaluations of the objective).
+    score_bounds : (float, float), default=(0.0, 1.0)
+        Declared score range; it fixes the GP's output scale (prior standard
+        deviation = half the range).
+    kernel : MultiTaskKernel or None
+        Declared k1 (x) k2; ``None`` is Matern-5/2 with lengthscale 0.2 and
+        ``task_correlation=0.95`` (Kusner et al.'s estimate).
+    noise_std : float in (0, inf), default=0.1
+        sigma, the declared observation noise (GP units: prior sd = 1).
+    selection_share : float in (0, 1), default=0.5
+        Share of (epsilon, delta) given to lambda~; the rest goes to v~.
+    confidence : float in (0, 1), default=0.95
+        Confidence of the reported utility bounds.
+
+    Notes
+    -----
+    **Privacy.** Charges two ``EpsilonDeltaEvent``s labelled ``conditional``
+    (phases ``"selection"`` and ``"score_release"``, role ``"validation"``),
+    before the first evaluation. Relation: replace-one (Kusner Def. 1: one
+    validation record swapped); the validation size, the candidate set, the
+    kernel, sigma and the score bounds are public.
+
+    References
+    ----------
+    .. [KGGW15] M. Kusner, J. Gardner, R. Garnett and K. Weinberger,
+       "Differentially Private Bayesian Optimization", ICML 2015.
+    """
+
+    name = "gp-ucb"
+    guarantee = "conditional"
+
+    def __init__(self, *, epsilon: float, delta: float, n_iter: int, score_bounds: tuple[float, float] = (0.0, 1.0),
+                 kernel: MultiTaskKernel | None = None, noise_std: float = 0.1, selection_share: float = 0.5,
+                 confidence: float = 0.95) -> None:
+        super().__init__(epsilon=epsilon, delta=delta, n_iter=n_iter, score_bounds=score_bounds, kernel=kernel)
+        owner = type(self).__name__
+        if self.delta == 0:
+            raise InvalidParameterError(
+                f"The 'delta' parameter of {owner} must be in (0, 1): Kusner et al.'s guarantees hold with "
+                "probability 1 - delta under the GP prior. Got 0.0; use method='lipschitz' or 'random' for "
+                "pure epsilon-DP.")
+        self.noise_std = check_real(noise_std, "noise_std", low=0.0, owner=owner)
+        self.selection_share = check_real(selection_share, "selection_share", low=0.0, high=1.0, owner=owner)
+        self.confidence = check_real(confidence, "confidence", low=0.0, high=1.0, owner=owner)
+        self.budgets = split_budget(self.epsilon, self.delta, self.selection_share, owner)
+
+    @property
+    def noise_var(self) -> float:
+        return self.noise_std**2
+
+    def constants(self, candidates: CandidateSet, n_iter: int | None = None) -> dict[str, dict[str, float]]:
+        """Alg. 1's constants for the selection and the score release (GP units), from public inputs."""
+        T = self.n_iter if n_iter is None else n_iter
+        g = self.gamma_T(candidates, T, self.noise_var)
+        out = {}
+        for name, b in zip(("selection", "score"), self.budgets, strict=False):
+            out[name] = kusner_constants(n_candidates=len(candidates), n_iter=T, delta=b.delta,
+                                         task_correlation=self.task_correlation, noise_std=self.noise_std,
+                                         gamma_T=g, epsilon=b.epsilon)
+        return out
+
+    def plan(self, candidates: CandidateSet) -> list[tuple[PrivacyEvent, str]]:
+        sel, sc = self.budgets
+        return [
+            (EpsilonDeltaEvent(epsilon=sel.epsilon, delta=sel.delta, guarantee="conditional",
+                               label="exponential mechanism on the GP posterior mean (Kusner Alg. 1)"), "selection"),
+            (EpsilonDeltaEvent(epsilon=sc.epsilon, delta=sc.delta, guarantee="conditional",
+                               label="Laplace noise on the best observed score (Kusner Alg. 1)"), "score_release"),
+        ]
+
+    def _loop(self, f: ChargedObjective, candidates: CandidateSet, accountant: Accountant,
+              public_observations: Sequence[Any], callback: Callback | None, noise_var: float):
+        engine = self._engine(candidates, noise_var, min(b.delta for b in self.budgets), public_observations)
+        f.pay(self.n_iter)  # all T evaluations are covered by the two releases charged up front
+        observed: list[float] = []  # GP units, raw (private): used only for the score release
+        for t in range(1, self.n_iter + 1):
+            i = engine.ask()
+            v = f(i)
+            engine.tell(i, v)
+            observed.append(self._to_gp(v))
+            rec = IterationRecord(iteration=t, params=None, released_score=None, noise_std=None,
+                                  epsilon_spent=self._spent(accountant))
+            if self._record(callback, rec):
+                break
+        return engine, observed
+
+    def _search(self, f: ChargedObjective, candidates: CandidateSet, accountant: Accountant, source: RandomSource,
+                public_observations: Sequence[Any], callback: Callback | None) -> Release:
+        self.constants(candidates)  # computed (and gamma_T cached) before any access
+        plan = self.plan(candidates)
+        self._charge(accountant, plan)
+        engine, observed = self._loop(f, candidates, accountant, public_observations, callback, self.noise_var)
+        T = engine.t
+        consts = self.constants(candidates, T)
+        sel, sc = self.budgets
+        em = Exponential(epsilon=sel.epsilon, sensitivity=consts["selection"]["em_sensitivity"], random_state=source)
+        index = em.select(engine.mean())
+        s = consts["score"]
+        sensitivity = s["laplace_scale"] * sc.epsilon  # Thm. 3's sensitivity of max_t v_t
+        lap = Laplace(epsilon=sc.epsilon, sensitivity=sensitivity, random_state=source)
+        score = self._to_scores(lap.randomise(max(observed)))
+        return self._release(candidates, index, score, plan, consts, T, lap, source)
+
+    def _release(self, candidates, index, score, plan, consts, T, lap, source) -> Release:
+        sel, sc = self.budgets
+        h = self.half_range
+        selc, scc = consts["selection"], consts["score"]
+        return Release(
+            method=self.name, params=candidates[index], index=int(index), score=float(score),
+            events=tuple(e for e, _ in plan), spent=compose_events([e for e, _ in plan], delta=self.delta),
+            guarantee="conditional",
+            noise={"score_laplace_scale": lap.scale * h, "score_noise_std": math.sqrt(2) * lap.scale * h,
+                   "selection_em_weight_per_score_unit": sel.epsilon / (2 * selc["em_sensitivity"] * h)},
+            utility_bounds={
+                "confidence": self.confidence,
+                "selection_gap": selection_utility_bound(selc, n_candidates=len(candidates), epsilon=sel.epsilon,
+                                                         delta=sel.delta, confidence=self.confidence) * h,
+                "score_error": score_utility_bound(scc, n_iter=T, epsilon=sc.epsilon, delta=sc.delta,
+                                                   confidence=self.confidence) * h,
+                "statement": (f"With probability >= {self.confidence} under the GP prior: mu_T(lambda~) >= "
+                              "f(lambda*) - selection_gap (Thm. 2) and |v~ - f(lambda*)| <= score_error (Thm. 4), "
+                              "in score units."),
+            },
+            diagnostics={"constants_selection": selc, "constants_score": scc,
+                         "n_candidates": len(candidates), "task_correlation": self.task_correlation,
+                         **best_case_selection(sel.epsilon / (2 * selc["em_sensitivity"]), 2.0, len(candidates))},
+            history=(), n_iter=T, seeded=source.seeded,
+        )

@@ -1,0 +1,159 @@
+r"""``noisy-ucb``: GP-UCB on privatised observations (beyond the paper; its Section 8 future work).
+
+Every score the loop observes goes through the Gaussian mechanism at the
+scorer's declared sensitivity (e.g. ``1/m`` for accuracy on m validation rows
+under replace-one), so the whole trajectory is a post-processing of private
+releases and the guarantee is **unconditional** -- no GP assumption. GP-UCB is
+Alg. 1's loop with the observation noise now the mechanism's (its variance is
+added to the GP's noise), lambda~ = argmax mu_T (post-processing), and v~ is one
+fresh Gaussian release of lambda~'s score.
+
+Calibration. A composition of Gaussian mechanisms with noise multipliers
+``nm_i`` is exactly a Gaussian mechanism with ``1 / nm**2 = sum_i 1 / nm_i**2``.
+So privtune calibrates one Gaussian to the whole (epsilon, delta) budget
+(Balle & Wang's analytic calibration, on a target epsilon reduced by a relative
+``1e-3`` to absorb the accountant's pessimistic PLD discretisation), and splits
+its precision: a share ``observation_share`` evenly over the T observations, the
+rest to the final release. The accountant checks the whole plan (PLD) before
+the first evaluation; each observation's event is then spent right before that
+evaluation, so a search stopped early by a callback is charged only for what ran.
+
+Unlike Alg. 1, the noise on each observation shrinks as the validation set
+grows (the sensitivity is 1/m), which is why this method is the one to use when
+the validation set is large.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from privtune.accounting import Accountant, GaussianEvent, PrivacyEvent, compose_events
+from privtune.bo._base import Callback
+from privtune.bo._common import ROLE, ChargedObjective
+from privtune.bo._gp_method import GPMethod
+from privtune.bo.release import IterationRecord, Release
+from privtune.gp import MultiTaskKernel
+from privtune.mechanisms import Gaussian, calibrate_analytic_gaussian
+from privtune.space import CandidateSet
+from privtune.utils._random import RandomSource
+from privtune.utils._validation import check_real
+
+__all__ = ["NoisyUCB"]
+
+_CALIBRATION_MARGIN = 1e-3
+
+
+class NoisyUCB(GPMethod):
+    """GP-UCB whose every observation is released through the Gaussian mechanism.
+
+    Parameters
+    ----------
+    epsilon : float in (0, inf)
+    delta : float in (0, 1)
+        Total budget of the search (all observations plus the final release).
+    n_iter : int
+        T, the number of noisy observations.
+    score_sensitivity : float in (0, inf)
+        Declared sensitivity of one score under replace-one (``(upper - lower) / m``
+        for a mean of per-row scores in [lower, upper] over m validation rows).
+    score_bounds : (float, float), default=(0.0, 1.0)
+    kernel : MultiTaskKernel or None
+        Declared kernel (its ``task_correlation`` is not used: the guarantee does
+        not rest on the GP).
+    model_noise_std : float in [0, inf), default=0.0
+        Extra GP observation noise (GP units) for model misspecification, added
+        to the mechanism's noise variance.
+    observation_share : float in (0, 1), default=0.8
+        Share of the Gaussian precision spent on the T observations.
+
+    Notes
+    -----
+    **Privacy.** Unconditional (epsilon, delta)-DP under replace-one for the
+    validation data. Charges T ``GaussianEvent``s (phase ``"observations"``) and one
+    (phase ``"score_release"``), each before its evaluation, after checking the
+    whole plan. The trajectory, the noisy scores and anything computed from them
+    (posterior, lambda~) are post-processing and safe to show.
+    """
+
+    name = "noisy-ucb"
+    guarantee = "unconditional"
+
+    def __init__(self, *, epsilon: float, delta: float, n_iter: int, score_sensitivity: float,
+                 score_bounds: tuple[float, float] = (0.0, 1.0), kernel: MultiTaskKernel | None = None,
+                 model_noise_std: float = 0.0, observation_share: float = 0.8) -> None:
+        super().__init__(epsilon=epsilon, delta=delta, n_iter=n_iter, score_bounds=score_bounds, kernel=kernel)
+        owner = type(self).__name__
+        self.score_sensitivity = check_real(score_sensitivity, "score_sensitivity", low=0.0, owner=owner)
+        self.model_noise_std = check_real(model_noise_std, "model_noise_std", low=0.0, closed="left", owner=owner)
+        self.observation_share = check_real(observation_share, "observation_share", low=0.0, high=1.0, owner=owner)
+        if self.delta == 0:
+            from privtune.exceptions import InvalidParameterError
+
+            raise InvalidParameterError(f"The 'delta' parameter of {owner} must be in (0, 1) for the Gaussian "
+                                        "mechanism. Got 0.0.")
+
+    def noise_multipliers(self) -> tuple[float, float]:
+        """(per-observation, final-release) noise multipliers of the plan."""
+        total = calibrate_analytic_gaussian(epsilon=self.epsilon * (1 - _CALIBRATION_MARGIN), delta=self.delta)
+        obs = total * math.sqrt(self.n_iter / self.observation_share)
+        final = total / math.sqrt(1.0 - self.observation_share)
+        return obs, final
+
+    def plan(self, candidates: CandidateSet) -> list[tuple[PrivacyEvent, str]]:
+        obs, final = self.noise_multipliers()
+        return ([(GaussianEvent(noise_multiplier=obs, label="noisy observation"), "observations")] * self.n_iter
+                + [(GaussianEvent(noise_multiplier=final, label="score of the selected candidate"),
+                    "score_release")])
+
+    def _search(self, f: ChargedObjective, candidates: CandidateSet, accountant: Accountant, source: RandomSource,
+                public_observations: Sequence[Any], callback: Callback | None) -> Release:
+        plan = self.plan(candidates)
+        reservation = accountant.reserve(e for e, _ in plan)  # the whole plan is checked before any access
+        nm_obs, nm_final = self.noise_multipliers()
+        obs_mech = Gaussian.from_noise_multiplier(nm_obs, sensitivity=self.score_sensitivity, random_state=source)
+        noise_var = (obs_mech.sigma / self.half_range) ** 2 + self.model_noise_std**2
+        engine = self._engine(candidates, noise_var, self.delta, public_observations)
+        history: list[IterationRecord] = []
+        charged: list[PrivacyEvent] = []
+        raw: dict[int, float] = {}  # private; used only for the final fresh release
+        for t in range(1, self.n_iter + 1):
+            i = engine.ask()
+            event = plan[t - 1][0]
+            accountant.spend(event, phase="observations", role=ROLE, reservation=reservation)
+            charged.append(event)
+            f.pay(1)
+            v = f(i)
+            raw[i] = v
+            noisy = obs_mech.randomise(v)
+            engine.tell(i, noisy)
+            rec = IterationRecord(iteration=t, params=candidates[i], released_score=float(noisy),
+                                  noise_std=obs_mech.sigma, epsilon_spent=self._spent(accountant))
+            history.append(rec)
+            if self._record(callback, rec):
+                break
+        index = int(engine.mean().argmax())  # post-processing of released observations
+        final_event = plan[-1][0]
+        accountant.spend(final_event, phase="score_release", role=ROLE, reservation=reservation)
+        charged.append(final_event)
+        if index in raw:
+            v = raw[index]
+        else:
+            f.pay(1)
+            v = f(index)
+        final_mech = Gaussian.from_noise_multiplier(nm_final, sensitivity=self.score_sensitivity,
+                                                    random_state=source)
+        score = float(final_mech.randomise(v))
+        post = engine.posterior
+        return Release(
+            method=self.name, params=candidates[index], index=index, score=score, events=tuple(charged),
+            spent=compose_events(charged, delta=self.delta), guarantee="unconditional",
+            noise={"observation_noise_std": obs_mech.sigma, "score_noise_std": final_mech.sigma,
+                   "observation_noise_multiplier": nm_obs, "score_noise_multiplier": nm_final},
+            utility_bounds={},
+            diagnostics={"posterior_mean_at_selection": float(post.mean_scores[index]),
+                         "posterior_std_at_selection": float(post.std_scores[index]),
+                         "n_candidates": len(candidates)},
+            history=tuple(history), n_iter=engine.t, seeded=source.seeded,
+        )

@@ -1,0 +1,194 @@
+r"""``random``: data-independent candidates with a private selection.
+
+Two selections:
+
+* ``selection="exponential"`` (validation data sensitive, training public): the
+  first ``n_iter`` candidates of a random permutation of Lambda (data-independent)
+  are scored; lambda~ is drawn by the exponential mechanism over their scores
+  with the scorer's sensitivity, and v~ is lambda~'s score plus fresh Laplace noise.
+  Pure (eps_sel + eps_score)-DP, unconditional.
+* ``selection="random-stopping"`` (Papernot & Steinke 2022; Liu & Talwar 2019):
+  a secret K is drawn from a truncated negative binomial with mean ``n_iter`` and
+  shape eta; K candidates drawn uniformly from Lambda are each run and scored
+  privately (Laplace on the score, plus the declared ``run_event`` of a DP
+  training run, if any), and only the best noisy candidate is released. For a
+  pure epsilon_run-DP run the whole search is (2 + eta) epsilon_run-DP; with DP
+  inner trainers this covers training and validation data together.
+
+What is safe to show. With the exponential selection the evaluated candidates
+are data-independent (shown); their scores and the selection distribution are
+not. With random stopping **nothing but the final release** may be shown: the
+number of runs K must stay secret (its secrecy is part of the guarantee), so
+there is no per-iteration history, callbacks are not called, and the ledger
+holds a single ``RepeatAndSelectEvent``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from privtune.accounting import (
+    Accountant,
+    ComposedEvent,
+    ExponentialEvent,
+    LaplaceEvent,
+    PrivacyEvent,
+    RepeatAndSelectEvent,
+    compose_events,
+)
+from privtune.accounting.selection import sample_repetitions
+from privtune.bo._base import Callback, ReleaseMethod
+from privtune.bo._common import ChargedObjective, best_case_selection, split_budget
+from privtune.bo.release import IterationRecord, Release
+from privtune.exceptions import InvalidParameterError
+from privtune.mechanisms import Exponential, Laplace
+from privtune.space import CandidateSet
+from privtune.utils._random import RandomSource
+from privtune.utils._validation import check_real
+
+__all__ = ["RandomSearch"]
+
+_SELECTIONS = ("exponential", "random-stopping")
+
+
+class RandomSearch(ReleaseMethod):
+    """Random search with a private selection of the best candidate.
+
+    Parameters
+    ----------
+    epsilon : float in (0, inf)
+    delta : float in [0, 1), default=0.0
+        Unused by the pure-DP selections (kept for a uniform interface).
+    n_iter : int
+        Number of candidates scored (``"exponential"``) or the mean of K
+        (``"random-stopping"``, must be >= 2).
+    score_sensitivity : float in (0, inf)
+        Declared sensitivity of one score under replace-one.
+    score_bounds : (float, float), default=(0.0, 1.0)
+    selection : {"exponential", "random-stopping"}, default="exponential"
+    selection_share : float in (0, 1), default=0.5
+        ``"exponential"`` only: share of epsilon for the selection.
+    stopping_shape : float in [0, inf), default=1.0
+        ``"random-stopping"`` only: eta (0 logarithmic: cost 2 eps_run; 1 geometric: 3 eps_run).
+    run_event : PrivacyEvent or None, default=None
+        ``"random-stopping"`` only: the pure-DP event of one training run with a DP
+        inner trainer (training data sensitive). Its epsilon is taken out of each
+        run's budget before the score's Laplace noise.
+
+    Notes
+    -----
+    **Privacy.** Unconditional pure epsilon-DP, replace-one. ``"exponential"``
+    charges an ``ExponentialEvent`` (phase ``"selection"``) and a ``LaplaceEvent``
+    (phase ``"score_release"``) before the first evaluation; ``"random-stopping"``
+    charges one ``RepeatAndSelectEvent`` (phase ``"selection"``) before the first run.
+    """
+
+    name = "random"
+    guarantee = "unconditional"
+
+    def __init__(self, *, epsilon: float, n_iter: int, score_sensitivity: float, delta: float = 0.0,
+                 score_bounds: tuple[float, float] = (0.0, 1.0), selection: str = "exponential",
+                 selection_share: float = 0.5, stopping_shape: float = 1.0,
+                 run_event: PrivacyEvent | None = None) -> None:
+        super().__init__(epsilon=epsilon, delta=delta, n_iter=n_iter, score_bounds=score_bounds)
+        owner = type(self).__name__
+        if selection not in _SELECTIONS:
+            raise InvalidParameterError(
+                f"The 'selection' parameter of {owner} must be one of {list(_SELECTIONS)}. Got {selection!r} instead.")
+        self.selection = selection
+        self.score_sensitivity = check_real(score_sensitivity, "score_sensitivity", low=0.0, owner=owner)
+        self.selection_share = check_real(selection_share, "selection_share", low=0.0, high=1.0, owner=owner)
+        self.stopping_shape = check_real(stopping_shape, "stopping_shape", low=0.0, closed="left", owner=owner)
+        if run_event is not None and (not isinstance(run_event, PrivacyEvent) or run_event.epsilon_delta() is None
+                                      or run_event.epsilon_delta()[1] > 0):
+            raise InvalidParameterError(f"The 'run_event' parameter of {owner} must be a pure epsilon-DP "
+                                        "PrivacyEvent (the cost of one training run) or None.")
+        self.run_event = run_event
+        if selection == "random-stopping":
+            if self.n_iter < 2:
+                raise InvalidParameterError(f"The 'n_iter' parameter of {owner} (the mean number of runs) must be "
+                                            f">= 2 with random stopping. Got {n_iter!r}.")
+            if self.score_epsilon() <= 0:
+                raise InvalidParameterError(
+                    f"The budget epsilon={self.epsilon!r} cannot cover random stopping: (2 + eta) times the run's "
+                    f"training epsilon {self.run_event.epsilon_delta()[0]!r} already exceeds it.")
+
+    def score_epsilon(self) -> float:
+        """Random stopping: the epsilon of each run's score release."""
+        per_run = self.epsilon / (2.0 + self.stopping_shape)
+        train = self.run_event.epsilon_delta()[0] if self.run_event is not None else 0.0
+        return per_run - train
+
+    def plan(self, candidates: CandidateSet) -> list[tuple[PrivacyEvent, str]]:
+        if self.selection == "exponential":
+            sel, sc = split_budget(self.epsilon, 0.0, self.selection_share, type(self).__name__)
+            return [(ExponentialEvent(epsilon=sel.epsilon, label="exponential mechanism over random candidates"),
+                     "selection"),
+                    (LaplaceEvent(epsilon=sc.epsilon, label="score of the selected candidate"), "score_release")]
+        run = LaplaceEvent(epsilon=self.score_epsilon(), label="noisy score of one run")
+        if self.run_event is not None:
+            run = ComposedEvent(events=(self.run_event, run), label="one training run and its noisy score")
+        return [(RepeatAndSelectEvent(event=run, mean=float(self.n_iter), shape=self.stopping_shape,
+                                      label="best of a secret number of runs (Papernot & Steinke 2022)"),
+                 "selection")]
+
+    def _search(self, f: ChargedObjective, candidates: CandidateSet, accountant: Accountant, source: RandomSource,
+                public_observations: Sequence[Any], callback: Callback | None) -> Release:
+        plan = self.plan(candidates)
+        self._charge(accountant, plan)
+        events = tuple(e for e, _ in plan)
+        spent = compose_events(events, delta=self.delta)
+        if self.selection == "exponential":
+            return self._exponential(f, candidates, accountant, source, callback, plan, events, spent)
+        return self._stopping(f, candidates, source, events, spent)
+
+    def _exponential(self, f, candidates, accountant, source, callback, plan, events, spent) -> Release:
+        order = source.numpy_generator().permutation(len(candidates))[: self.n_iter]
+        f.pay(len(order))
+        scores, history = [], []
+        for t, i in enumerate(order, start=1):
+            scores.append(f(int(i)))
+            rec = IterationRecord(iteration=t, params=candidates[int(i)], released_score=None, noise_std=None,
+                                  epsilon_spent=self._spent(accountant))
+            history.append(rec)
+            if self._record(callback, rec):
+                break
+        eps_sel, eps_sc = (e.epsilon for e in events)
+        em = Exponential(epsilon=eps_sel, sensitivity=self.score_sensitivity, random_state=source)
+        k = em.select(np.asarray(scores))
+        index = int(order[k])
+        lap = Laplace(epsilon=eps_sc, sensitivity=self.score_sensitivity, random_state=source)
+        score = float(lap.randomise(scores[k]))
+        return Release(
+            method=self.name, params=candidates[index], index=index, score=score, events=events, spent=spent,
+            guarantee="unconditional",
+            noise={"score_laplace_scale": lap.scale, "score_noise_std": math.sqrt(2) * lap.scale,
+                   "selection_em_weight_per_score_unit": eps_sel / (2 * self.score_sensitivity)},
+            diagnostics={"selection": "exponential", "n_candidates": len(candidates),
+                         **best_case_selection(eps_sel / (2 * self.score_sensitivity),
+                                               self.score_bounds[1] - self.score_bounds[0], len(scores))},
+            history=tuple(history), n_iter=len(scores), seeded=source.seeded)
+
+    def _stopping(self, f, candidates, source, events, spent) -> Release:
+        k = sample_repetitions(float(self.n_iter), shape=self.stopping_shape, random_state=source)
+        lap = Laplace(epsilon=self.score_epsilon(), sensitivity=self.score_sensitivity, random_state=source)
+        picks = source.integers_below(np.full(k, len(candidates), dtype=np.int64))
+        f.pay(k)
+        best_i, best_noisy = None, -math.inf
+        for i in picks:
+            noisy = float(lap.randomise(f(int(i))))
+            if noisy > best_noisy:
+                best_i, best_noisy = int(i), noisy
+        return Release(
+            method=self.name, params=candidates[best_i], index=best_i, score=best_noisy, events=events, spent=spent,
+            guarantee="unconditional",
+            noise={"score_laplace_scale": lap.scale, "score_noise_std": math.sqrt(2) * lap.scale},
+            diagnostics={"selection": "random-stopping", "mean_runs": self.n_iter,
+                         "stopping_shape": self.stopping_shape,
+                         "n_candidates": len(candidates),
+                         "note": "the number of runs K is secret and is not reported"},
+            history=(), n_iter=None, seeded=source.seeded)

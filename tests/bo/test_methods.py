@@ -1,0 +1,177 @@
+"""Release methods: budgets, refusals before access, guarantee labels, leaks, invariance."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from conftest import bump
+
+from privtune.accounting import Accountant, Budget
+from privtune.bo import GPUCB, GPUCBExact, LipschitzRelease, NoisyUCB, RandomSearch, UCBEngine, make_method
+from privtune.exceptions import BudgetExceededError, InvalidParameterError
+from privtune.gp import GPPosterior, InputKernel, MultiTaskKernel, TaskKernel
+from privtune.space import Real, SearchSpace, candidate_set
+
+SENTINEL = 0.7071067811  # a raw score that must never appear in any output
+
+
+def make_all():
+    return [
+        GPUCB(epsilon=1.0, delta=1e-6, n_iter=6),
+        GPUCBExact(epsilon=1.0, delta=1e-6, n_iter=6, A=0.1, tau=1.0),
+        NoisyUCB(epsilon=1.0, delta=1e-6, n_iter=6, score_sensitivity=0.01),
+        RandomSearch(epsilon=1.0, n_iter=6, score_sensitivity=0.01),
+        RandomSearch(epsilon=1.0, n_iter=6, score_sensitivity=0.01, selection="random-stopping"),
+    ]
+
+
+@pytest.mark.parametrize("method", make_all(), ids=lambda m: f"{m.name}")
+def test_release_within_budget_and_labelled(method, cands2d):
+    acc = Accountant(Budget(1.0, 1e-6))
+    rel = method.run(bump, cands2d, accountant=acc, random_state=0)
+    assert rel.params in [dict(p) for p in cands2d.params] or dict(rel.params) in cands2d.params
+    assert acc.spent <= Budget(1.0 * (1 + 1e-12), 1e-6)
+    assert rel.guarantee == ("conditional" if method.name.startswith("gp-ucb") else "unconditional")
+    assert acc.guarantee == rel.guarantee
+    assert [e.event for e in acc.entries] == list(rel.events)  # the ledger is exactly what the release says
+    assert rel.seeded and rel.seed_policy.startswith("seeded")
+    json.dumps(rel.to_dict())
+
+
+@pytest.mark.parametrize("method", make_all(), ids=lambda m: f"{m.name}")
+def test_over_budget_is_refused_before_any_evaluation(method, cands2d):
+    def objective(p):
+        raise AssertionError("the sensitive objective was evaluated")
+
+    acc = Accountant(Budget(0.5, 1e-6))
+    with pytest.raises(BudgetExceededError):
+        method.run(objective, cands2d, accountant=acc)
+    assert len(acc.ledger) == 0
+
+
+@pytest.mark.parametrize("method", make_all(), ids=lambda m: f"{m.name}")
+def test_no_raw_score_in_outputs_or_callbacks(method, cands2d):
+    seen = []
+    rel = method.run(lambda p: SENTINEL, cands2d, random_state=1, callback=lambda r: seen.append(r.to_dict()))
+    text = json.dumps(rel.to_dict()) + json.dumps(seen) + repr(rel)
+    assert "7071067811" not in text and "0.70710678" not in text
+
+
+def test_seeded_runs_are_reproducible_and_secure_runs_are_labelled(cands2d):
+    m = NoisyUCB(epsilon=2.0, delta=1e-6, n_iter=5, score_sensitivity=0.01)
+    a, b = m.run(bump, cands2d, random_state=3), m.run(bump, cands2d, random_state=3)
+    assert a.to_dict() == b.to_dict()
+    s = m.run(bump, cands2d)
+    assert not s.seeded and s.seed_policy == "secure"
+
+
+def test_gp_ucb_with_large_epsilon_finds_the_maximiser_of_a_gp_draw():
+    """Assumption 1 holds: f is drawn from the declared GP. With epsilon huge, lambda~ is (near) argmax f."""
+    space = SearchSpace({"x": Real(0.0, 1.0)})
+    cands = candidate_set(space, 64, random_state=1)
+    kern = MultiTaskKernel(InputKernel(0.15), TaskKernel(0.95))
+    K = kern.input_kernel(cands.X, cands.X) if hasattr(kern, "input_kernel") else InputKernel(0.15)(cands.X, cands.X)
+    rng = np.random.default_rng(4)
+    f = np.linalg.cholesky(K + 1e-9 * np.eye(64)) @ rng.standard_normal(64)  # GP units
+    f = np.clip(f / 3, -1, 1)  # scores in [-1, 1] with bounds (-1, 1): the GP axis
+    lookup = {round(p["x"], 12): v for p, v in zip(cands.params, f, strict=False)}
+    m = GPUCB(epsilon=1e9, delta=1e-3, n_iter=40, score_bounds=(-1.0, 1.0), kernel=kern, noise_std=0.05)
+    rel = m.run(lambda p: lookup[round(p["x"], 12)], cands, random_state=0)
+    assert f[rel.index] >= f.max() - 0.05
+    assert abs(rel.score - f.max()) < 0.05  # with epsilon = 1e9 the Laplace noise vanishes
+
+
+def test_post_processing_invariance_of_noisy_ucb(cands2d, monkeypatch):
+    """If the released observations are identical, the search is identical whatever the raw scores."""
+    from privtune.mechanisms import gaussian as gmod
+
+    counter = {"n": 0}
+
+    def fake_randomise(self, value):  # released value independent of the raw score
+        counter["n"] += 1
+        return 0.5 + 0.01 * math.sin(counter["n"])
+
+    monkeypatch.setattr(gmod.Gaussian, "randomise", fake_randomise)
+    m = NoisyUCB(epsilon=2.0, delta=1e-6, n_iter=8, score_sensitivity=0.01)
+    counter["n"] = 0
+    a = m.run(bump, cands2d, random_state=0)
+    counter["n"] = 0
+    b = m.run(lambda p: 1.0 - bump(p), cands2d, random_state=0)
+    assert [h.params for h in a.history] == [h.params for h in b.history] and a.index == b.index
+
+
+def test_engine_is_deterministic_given_observations(cands2d):
+    kern = MultiTaskKernel(InputKernel(0.2), TaskKernel(0.9))
+    seqs = []
+    for _ in range(2):
+        eng = UCBEngine(GPPosterior(cands2d, kern, noise_var=0.01, score_bounds=(0, 1)), delta=1e-3)
+        asks = []
+        for v in (0.2, 0.9, 0.4, 0.6):
+            i = eng.ask()
+            asks.append(i)
+            eng.tell(i, v)
+        seqs.append(asks)
+    assert seqs[0] == seqs[1]
+
+
+def test_callback_stops_early_and_ledger_reflects_only_what_ran(cands2d):
+    acc = Accountant(Budget(1.0, 1e-6))
+    m = NoisyUCB(epsilon=1.0, delta=1e-6, n_iter=10, score_sensitivity=0.01)
+    rel = m.run(bump, cands2d, accountant=acc, random_state=0, callback=lambda r: r.iteration >= 3)
+    assert rel.n_iter == 3 and len(rel.history) == 3
+    assert [e.phase for e in acc.entries] == ["observations"] * 3 + ["score_release"]
+    assert acc.spent.epsilon < 1.0
+
+
+def test_noisy_ucb_plan_uses_the_whole_budget_exactly():
+    from privtune.accounting import compose_events
+
+    m = NoisyUCB(epsilon=1.5, delta=1e-5, n_iter=25, score_sensitivity=0.002, observation_share=0.7)
+    spent = compose_events([e for e, _ in m.plan(None)], delta=1e-5)
+    assert 1.5 * (1 - 2e-3) < spent.epsilon <= 1.5
+
+
+def test_random_stopping_hides_k(cands2d):
+    acc = Accountant(Budget(1.0, 0.0))
+    rel = RandomSearch(epsilon=1.0, n_iter=5, score_sensitivity=0.01, selection="random-stopping").run(
+        bump, cands2d, accountant=acc, random_state=0, callback=lambda r: pytest.fail("callback called"))
+    assert rel.history == () and rel.n_iter is None and len(acc.ledger) == 1
+    assert acc.spent == Budget(1.0, 0.0)  # (2 + eta) eps_run with eta = 1
+
+
+def test_lipschitz_release_and_space_checks():
+    space = SearchSpace({"alpha": Real(0.1, 1.0, log=True)})
+    cands = candidate_set(space, 16, random_state=0)
+    m = LipschitzRelease(epsilon=1.0, n_iter=5, regularization="alpha", lambda_bounds=(0.1, 1.0), lipschitz=1.0,
+                         loss_bound=1.0, n_validation=1000)
+    acc = Accountant(Budget(1.0, 0.0))
+    rel = m.run(lambda p: -0.3, cands, accountant=acc, random_state=0)
+    assert rel.guarantee == "unconditional" and acc.spent == Budget(1.0, 0.0)
+    assert rel.noise["score_laplace_scale"] == pytest.approx(m.constants()["laplace_scale"] * (1 + 2**-10))
+    bad = candidate_set(SearchSpace({"alpha": Real(0.01, 1.0)}), 8, random_state=0)
+    with pytest.raises(InvalidParameterError, match="lambda_bounds"):
+        m.run(lambda p: -0.3, bad)
+    with pytest.raises(InvalidParameterError, match="single hyperparameter"):
+        m.run(lambda p: -0.3, candidate_set(SearchSpace({"C": Real(0.1, 1.0)}), 8, random_state=0))
+
+
+def test_method_validation(cands2d):
+    with pytest.raises(InvalidParameterError, match="'delta' parameter of GPUCB must be in"):
+        GPUCB(epsilon=1.0, delta=0.0, n_iter=5)
+    with pytest.raises(InvalidParameterError, match="'selection'"):
+        RandomSearch(epsilon=1.0, n_iter=5, score_sensitivity=0.01, selection="best")
+    with pytest.raises(InvalidParameterError, match="'method' parameter must be one of"):
+        make_method("tpe")
+    with pytest.raises(InvalidParameterError, match="'kernel'"):
+        GPUCB(epsilon=1.0, delta=1e-6, n_iter=5, kernel=InputKernel(0.2))
+    with pytest.raises(InvalidParameterError, match="objective"):
+        GPUCB(epsilon=1.0, delta=1e-6, n_iter=5).run(3.0, cands2d)
+    m = make_method("noisy-ucb", epsilon=1.0, delta=1e-6, n_iter=3, score_sensitivity=0.01)
+    assert isinstance(m, NoisyUCB)
+
+
+def test_non_finite_scores_count_as_the_lower_bound(cands2d):
+    rel = RandomSearch(epsilon=1e6, n_iter=4, score_sensitivity=1e-6).run(lambda p: float("nan"), cands2d,
+                                                                         random_state=0)
+    assert rel.score == pytest.approx(0.0, abs=1e-3)
