@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import bump
+from bo_objectives import bump
 
 from privtune.accounting import Accountant, Budget
 from privtune.bo import GPUCB, GPUCBExact, LipschitzRelease, NoisyUCB, RandomSearch, UCBEngine, make_method
