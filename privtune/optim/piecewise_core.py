@@ -1,0 +1,256 @@
+r"""Shared pieces of the seed-001 trainers: problem checks, the exact LP, results, charging.
+
+The problem (Han, Topcu & Pappas 2014, eq. 3) is
+
+.. math:: \min_{x \in P} f(x), \qquad f(x) = \max_{i=1..m} (a_i^\top x + b_i),
+
+over a box ``P = {x : lo <= x <= hi}``. The slopes ``A`` (rows ``a_i``) and the
+box are public; only the offsets ``b`` are private. This module holds what the
+four mechanisms of :mod:`privtune.optim.piecewise` share: input validation (run
+before any budget is spent), the exact epigraph LP solved by
+:func:`scipy.optimize.linprog` (HiGHS), the frozen :class:`PiecewiseResult`, and
+the check-then-spend protocol with a :class:`~privtune.accounting.Accountant`.
+
+References
+----------
+.. [HTP14] S. Han, U. Topcu and G. J. Pappas, "Differentially Private Convex
+   Optimization with Piecewise Affine Objectives", IEEE CDC 2014,
+   arXiv:1403.6135.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.optimize import linprog
+
+from privtune.accounting.budget import Budget
+from privtune.accounting.events import ComposedEvent, PrivacyEvent
+from privtune.exceptions import InvalidParameterError
+from privtune.utils import check_epsilon, check_finite_array, check_integer, check_sensitivity
+
+__all__ = ["PiecewiseResult", "pwa_objective", "solve_pwa", "check_box", "check_problem"]
+
+
+@dataclass(frozen=True, eq=False)
+class PiecewiseResult:
+    """Output of a seed-001 mechanism (frozen).
+
+    Attributes
+    ----------
+    x : ndarray of shape (n_features,)
+        The released point; always inside the box ``P``.
+    method : str
+        Which mechanism produced it (``"perturb-objective"``, ``"perturb-solution"``,
+        ``"exponential"``, ``"subgradient"``, ``"centre"``, ``"uniform"``).
+    events : tuple of PrivacyEvent
+        The privacy events spent (empty for the data-independent baselines).
+    epsilon, delta : float
+        Total privacy of the release by basic composition of ``events``.
+    guarantee : {"unconditional", "conditional"}
+        ``"conditional"`` only for MCMC chains without a mixing certificate
+        (:func:`~privtune.optim.piecewise.pwa_exponential` with
+        ``certified_only=False``): their epsilon holds only if the chain has mixed.
+    seeded : bool
+        True when the noise came from a seeded generator (reproducible, **not for release**).
+    history : dict
+        Public or privatised quantities only (noise scales, noisy offsets, the
+        DP-selected indices and iterates, the certified delta); never a raw
+        function of ``b``.
+    """
+
+    x: np.ndarray
+    method: str
+    events: tuple[PrivacyEvent, ...]
+    epsilon: float
+    delta: float
+    guarantee: str
+    seeded: bool
+    history: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        x = np.array(self.x, dtype=np.float64, copy=True)
+        x.setflags(write=False)
+        object.__setattr__(self, "x", x)
+        object.__setattr__(self, "events", tuple(self.events))
+
+    @property
+    def privacy_spent(self) -> Budget:
+        """``Budget(epsilon, delta)`` of this release (basic composition)."""
+        return Budget(self.epsilon, self.delta)
+
+
+def pwa_objective(A: Any, b: Any, x: Any) -> np.ndarray | float:
+    """Evaluate ``f(x) = max_i (a_i . x + b_i)`` for one point or a batch of points.
+
+    Parameters
+    ----------
+    A : array_like of shape (m, d)
+    b : array_like of shape (m,)
+    x : array_like of shape (d,) or (n, d)
+
+    Returns
+    -------
+    float or ndarray of shape (n,)
+
+    Notes
+    -----
+    **Privacy.** Not a private release: it reads ``b``. Use it on released points
+    for evaluation (the spec's P11: always score outputs with the true ``b``).
+    """
+    A = np.asarray(A, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    X = np.asarray(x, dtype=np.float64)
+    vals = X @ A.T + b
+    return float(vals.max()) if X.ndim == 1 else vals.max(axis=1)
+
+
+def solve_pwa(A: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, float]:
+    """Solve ``min_{lo <= x <= hi} max_i (a_i . x + b_i)`` exactly as an LP (epigraph form).
+
+    Variables ``z = [x; t]``; minimise ``t`` subject to ``a_i . x - t <= -b_i``
+    and the box, with :func:`scipy.optimize.linprog` (HiGHS). The result is
+    clipped to the box to remove the solver's feasibility tolerance.
+
+    Parameters
+    ----------
+    A : ndarray of shape (m, d)
+    b : ndarray of shape (m,)
+    lo, hi : ndarray of shape (d,)
+        Finite box bounds with ``lo < hi``.
+
+    Returns
+    -------
+    x : ndarray of shape (d,)
+    value : float
+        ``f(x)`` recomputed at the clipped solution.
+
+    Raises
+    ------
+    RuntimeError
+        If HiGHS does not report an optimal solution (it cannot happen for a
+        bounded box and finite data, short of a solver failure).
+
+    Notes
+    -----
+    **Privacy.** Not private: this is the non-private optimum. The mechanisms
+    call it on noisy offsets (post-processing) or pay for its output.
+    """
+    m, d = A.shape
+    cost = np.zeros(d + 1)
+    cost[-1] = 1.0
+    A_ub = np.hstack([A, -np.ones((m, 1))])
+    bounds = [(float(lo[j]), float(hi[j])) for j in range(d)] + [(None, None)]
+    res = linprog(cost, A_ub=A_ub, b_ub=-b, bounds=bounds, method="highs")
+    if res.status != 0 or res.x is None:
+        raise RuntimeError(f"linprog (HiGHS) failed on the piecewise-affine LP: {res.message}")
+    x = np.clip(res.x[:d], lo, hi)
+    return x, float((A @ x + b).max())
+
+
+def check_box(bounds: Any, n_features: int, owner: str, name: str = "bounds") -> tuple[np.ndarray, np.ndarray]:
+    """Validate a box ``(lo, hi)``: scalars or arrays of shape (n_features,), finite, ``lo < hi``.
+
+    Raises
+    ------
+    InvalidParameterError
+        If the box is malformed, infinite or empty.
+    """
+    where = f"The {name!r} parameter of {owner}"
+    if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
+        raise InvalidParameterError(f"{where} must be a pair (lo, hi) of floats or arrays. Got {bounds!r} instead.")
+    lo = check_finite_array(bounds[0], f"{name}[0]", owner=owner, ndim=(0, 1))
+    hi = check_finite_array(bounds[1], f"{name}[1]", owner=owner, ndim=(0, 1))
+    try:
+        lo, hi = (np.broadcast_to(v, (n_features,)).astype(np.float64) for v in (lo, hi))
+    except ValueError:
+        raise InvalidParameterError(
+            f"{where} must hold scalars or arrays of shape ({n_features},).") from None
+    if not np.all(lo < hi):
+        raise InvalidParameterError(f"{where} must satisfy lo < hi in every coordinate. Got {bounds!r} instead.")
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class _Problem:
+    A: np.ndarray
+    b: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    epsilon: float
+    offset_bound: float
+
+    @property
+    def m(self) -> int:
+        return int(self.A.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.A.shape[1])
+
+    @property
+    def widths(self) -> np.ndarray:
+        return self.hi - self.lo
+
+    @property
+    def centre(self) -> np.ndarray:
+        return 0.5 * (self.lo + self.hi)
+
+    def project(self, x: np.ndarray) -> np.ndarray:
+        """Euclidean projection onto the box (clipping)."""
+        return np.clip(x, self.lo, self.hi)
+
+
+def check_problem(A: Any, b: Any, bounds: Any, epsilon: Any, offset_bound: Any, owner: str) -> _Problem:
+    """Validate the common inputs of the seed-001 mechanisms (before any spending)."""
+    A = check_finite_array(A, "A", owner=owner, ndim=2)
+    b = check_finite_array(b, "b", owner=owner, ndim=1)
+    if A.shape[0] != b.shape[0]:
+        raise InvalidParameterError(
+            f"The 'A' and 'b' parameters of {owner} must have the same number of rows (pieces); "
+            f"got A with {A.shape[0]} rows and b of length {b.shape[0]}.")
+    lo, hi = check_box(bounds, A.shape[1], owner)
+    eps = check_epsilon(epsilon, owner=owner)
+    bmax = check_sensitivity(offset_bound, "offset_bound", owner=owner)
+    return _Problem(A=A, b=b, lo=lo, hi=hi, epsilon=eps, offset_bound=bmax)
+
+
+def check_n_changed(n_changed: Any, m: int, owner: str) -> int:
+    """``None`` means every offset may change (the paper's eq. 4); otherwise an int in [1, m]."""
+    if n_changed is None:
+        return m
+    return check_integer(n_changed, "n_changed", low=1, high=m, owner=owner)
+
+
+def charge(accountant: Any, events: tuple[PrivacyEvent, ...], *, phase: str, owner: str) -> None:
+    """Check the whole plan, then spend it, before the caller touches ``b``.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``accountant`` is not an Accountant (or None).
+    BudgetExceededError
+        If the events do not fit; nothing is spent.
+    """
+    if accountant is None or not events:
+        return
+    from privtune.accounting.accountant import Accountant
+
+    if not isinstance(accountant, Accountant):
+        raise InvalidParameterError(
+            f"The 'accountant' parameter of {owner} must be a privtune Accountant or None. "
+            f"Got {type(accountant).__name__} instead.")
+    total = events[0] if len(events) == 1 else ComposedEvent(events=events, label=f"{owner} (total)")
+    accountant.check(total)
+    accountant.spend(total, phase=phase, role="training")
+
+
+def totals(events: tuple[PrivacyEvent, ...]) -> tuple[float, float, str]:
+    """Basic-composition (epsilon, delta) and the guarantee label of a tuple of events."""
+    if not events:
+        return 0.0, 0.0, "unconditional"
+    ev = ComposedEvent(events=events)
+    eps, delta = ev.epsilon_delta()  # type: ignore[misc]
+    return eps, delta, "conditional" if ev.is_conditional() else "unconditional"

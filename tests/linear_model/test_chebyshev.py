@@ -1,0 +1,178 @@
+"""Tests of DPChebyshevRegressor: sklearn conventions, the problem solved, clipping, accounting."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from privtune.accounting import Accountant, Budget, LaplaceEvent
+from privtune.exceptions import BudgetExceededError, InvalidParameterError
+from privtune.linear_model._chebyshev import DPChebyshevRegressor
+from privtune.optim.piecewise import solve_pwa
+
+ESTIMATORS = [
+    DPChebyshevRegressor(random_state=0),
+    DPChebyshevRegressor(method="perturb-solution", random_state=0),
+    DPChebyshevRegressor(method="subgradient", n_iter=20, random_state=0),
+    # sklearn's check data are wide; a 3-sweep Gibbs chain has no useful certificate there
+    DPChebyshevRegressor(method="exponential", n_steps=3, certified_only=False, random_state=0),
+]
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=lambda est: {})
+def test_sklearn_compatible(estimator, check):
+    """All of scikit-learn's estimator checks pass; no expected failures are declared.
+
+    A few sklearn checks draw their test data from numpy's *global* generator
+    (e.g. ``check_methods_sample_order_invariance``); its state is restored after
+    the check so that the conftest guard (privtune never touches the global RNG)
+    stays meaningful for every other test in this file.
+    """
+    state = np.random.get_state()
+    try:
+        check(estimator)
+    finally:
+        np.random.set_state(state)
+
+
+def data(seed=0, n=60, d=2):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (n, d))
+    y = X @ np.array([0.4, -0.3])[:d] + 0.1 + 0.05 * rng.uniform(-1, 1, n)
+    return X, y
+
+
+def reference_fit(X, y, lo, hi, ilo, ihi):
+    Z = np.hstack([X, np.ones((len(X), 1))])
+    d = X.shape[1]
+    w, value = solve_pwa(np.vstack([Z, -Z]), np.r_[-y, y], np.r_[np.full(d, lo), ilo], np.r_[np.full(d, hi), ihi])
+    return w, value
+
+
+@pytest.mark.parametrize("method", ["perturb-objective", "perturb-solution"])
+def test_huge_epsilon_gives_the_chebyshev_fit(method):
+    X, y = data()
+    reg = DPChebyshevRegressor(epsilon=1e10, method=method, random_state=0).fit(X, y)
+    w, value = reference_fit(X, y, -1.0, 1.0, -1.0, 1.0)
+    assert reg.coef_ == pytest.approx(w[:-1], abs=1e-5) and reg.intercept_ == pytest.approx(w[-1], abs=1e-5)
+    assert np.max(np.abs(reg.predict(X) - y)) == pytest.approx(value, abs=1e-5)
+    assert value < 0.06  # the data are a line plus noise of at most 0.05
+
+
+def test_subgradient_and_exponential_near_the_fit_at_large_epsilon():
+    X, y = data(1)
+    _, value = reference_fit(X, y, -1.0, 1.0, -1.0, 1.0)
+    sg = DPChebyshevRegressor(epsilon=1e7, method="subgradient", n_iter=3000, random_state=0).fit(X, y)
+    em = DPChebyshevRegressor(epsilon=2e4, method="exponential", n_steps=100, certified_only=False,
+                              random_state=0).fit(X, y)
+    for reg in (sg, em):
+        assert np.max(np.abs(reg.predict(X) - y)) - value < 0.05
+
+
+def test_no_intercept_and_custom_boxes():
+    X, y = data(2)
+    reg = DPChebyshevRegressor(epsilon=1e10, fit_intercept=False, bounds=([0.0, -0.1], [1.0, 0.1]),
+                               random_state=0).fit(X, y)
+    assert reg.intercept_ == 0.0 and 0.0 <= reg.coef_[0] <= 1.0 and abs(reg.coef_[1]) <= 0.1 + 1e-12
+    w, _ = solve_pwa(np.vstack([X, -X]), np.r_[-y, y], np.array([0.0, -0.1]), np.array([1.0, 0.1]))
+    assert reg.coef_ == pytest.approx(w, abs=1e-5)
+
+
+def test_targets_are_clipped_to_the_declared_range():
+    """Outliers beyond target_bound change nothing once clipped: same seed, same output."""
+    X, y = data(3)
+    y_out = y.copy()
+    y_out[:5] = 1e6 * np.sign(y_out[:5] + 1e-3)
+    y_clip = np.clip(y_out, -0.5, 0.5)
+    for method in ("perturb-objective", "subgradient"):
+        a = DPChebyshevRegressor(method=method, target_bound=0.5, random_state=7).fit(X, y_out)
+        b = DPChebyshevRegressor(method=method, target_bound=0.5, random_state=7).fit(X, y_clip)
+        assert np.array_equal(a.coef_, b.coef_) and a.intercept_ == b.intercept_
+
+
+def test_sensitivities_follow_the_target_range():
+    X, y = data(4)
+    reg = DPChebyshevRegressor(epsilon=0.5, target_bound=(-1.0, 3.0), random_state=0).fit(X, y)
+    # one target replaced: two offsets move by at most hi - lo = 4 each -> L1 sensitivity 8
+    assert reg.result_.history["l1_sensitivity"] == pytest.approx(8.0)
+    assert reg.result_.history["scale"] == pytest.approx(8.0 * (1 + 2**-10) / 0.5)
+    assert -1.0 <= reg.intercept_ <= 3.0  # default intercept box = target range
+
+
+@pytest.mark.parametrize("method", ["perturb-objective", "perturb-solution", "subgradient"])
+def test_accountant_is_charged(method):
+    X, y = data(5)
+    acc = Accountant(Budget(1.0, 0.0))
+    reg = DPChebyshevRegressor(epsilon=0.4, method=method, accountant=acc, random_state=0).fit(X, y)
+    assert reg.privacy_spent_ == Budget(0.4, 0.0) and acc.spent.epsilon == pytest.approx(0.4)
+    assert reg.privacy_guarantee_ == "unconditional" and reg.seeded_
+    reg.fit(X, y)
+    assert acc.spent.epsilon == pytest.approx(0.8)
+    with pytest.raises(BudgetExceededError):
+        reg.fit(X, y)
+    assert acc.spent.epsilon == pytest.approx(0.8)
+
+
+def test_over_budget_fit_sets_nothing():
+    X, y = data(6)
+    acc = Accountant(Budget(0.5, 0.0))
+    acc.spend(LaplaceEvent(epsilon=0.3))
+    reg = DPChebyshevRegressor(epsilon=0.4, accountant=acc, random_state=0)
+    with pytest.raises(BudgetExceededError):
+        reg.fit(X, y)
+    assert not hasattr(reg, "coef_") and len(acc) == 1
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(epsilon=-1.0), "epsilon"),
+    (dict(method="lasso"), "method"),
+    (dict(bounds=(1.0, 0.0)), "lo < hi"),
+    (dict(target_bound=0.0), "target_bound"),
+    (dict(target_bound=(2.0, 1.0)), "target_bound"),
+    (dict(intercept_bounds=(0.0, np.inf)), "intercept_bounds"),
+    (dict(n_iter=0), "n_iter"),
+    (dict(sampler="hmc"), "sampler"),
+    (dict(fit_intercept="yes"), "fit_intercept"),
+    (dict(random_state=-3), "random_state"),
+    (dict(method="exponential", sampler="metropolis"), "certificate"),
+])
+def test_bad_parameters_refused_before_spending(params, match):
+    X, y = data(7)
+    acc = Accountant(Budget(10.0, 0.0))
+    with pytest.raises(InvalidParameterError, match=match):
+        DPChebyshevRegressor(accountant=acc, **params).fit(X, y)
+    assert len(acc) == 0
+
+
+def test_bad_data_refused_before_spending():
+    X, y = data(8)
+    acc = Accountant(Budget(10.0, 0.0))
+    y_nan = y.copy()
+    y_nan[0] = np.nan
+    X_inf = X.copy()
+    X_inf[0, 0] = np.inf
+    for XX, yy in ((X, y_nan), (X_inf, y), (X, y[:-1])):
+        with pytest.raises(InvalidParameterError):
+            DPChebyshevRegressor(accountant=acc).fit(XX, yy)
+    assert len(acc) == 0
+
+
+def test_clone_and_pickle():
+    X, y = data(9)
+    reg = DPChebyshevRegressor(epsilon=2.0, method="subgradient", random_state=3).fit(X, y)
+    again = pickle.loads(pickle.dumps(reg))
+    assert np.array_equal(again.predict(X), reg.predict(X))
+    fresh = clone(reg)
+    assert not hasattr(fresh, "coef_") and fresh.get_params() == reg.get_params()
+    assert np.array_equal(fresh.fit(X, y).coef_, reg.coef_)  # seeded: same output
+
+
+def test_unseeded_fits_differ_and_are_marked_secure():
+    X, y = data(10)
+    a = DPChebyshevRegressor(epsilon=0.1).fit(X, y)
+    b = DPChebyshevRegressor(epsilon=0.1).fit(X, y)
+    assert not a.seeded_ and not np.array_equal(a.coef_, b.coef_)
