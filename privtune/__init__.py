@@ -14,8 +14,18 @@ from privtune.exceptions import (
 
 __all__ = [
     "__version__",
+    "PrivateSearchCV",
     "BudgetExceededError",
     "InvalidParameterError",
     "PrivacyLeakWarning",
     "PrivtuneError",
 ]
+
+
+def __getattr__(name: str):
+    # Lazy: `import privtune` stays light (no scikit-learn search machinery, no torch).
+    if name == "PrivateSearchCV":
+        from privtune.model_selection import PrivateSearchCV
+
+        return PrivateSearchCV
+    raise AttributeError(f"module 'privtune' has no attribute {name!r}")

@@ -67,6 +67,7 @@ class ReleaseMethod:
         random_state: Any = None,
         public_observations: Sequence[tuple[int, Any, float]] = (),
         callback: Callback | None = None,
+        mapper: Callable[..., list[Any]] | None = None,
     ) -> Release:
         """Run the private search and return its :class:`~privtune.bo.Release`.
 
@@ -90,6 +91,12 @@ class ReleaseMethod:
         callback : callable or None
             Called with each :class:`~privtune.bo.IterationRecord` (releasable
             fields only); returning True stops the search early.
+        mapper : callable or None
+            ``mapper(objective, list_of_params) -> list_of_scores`` used where a
+            method evaluates a data-independent batch (``random``, the selection
+            stage of ``lipschitz``), e.g. a joblib parallel map. Results must come
+            back in order; the noise is drawn afterwards, so they do not depend
+            on the mapper.
 
         Raises
         ------
@@ -106,7 +113,7 @@ class ReleaseMethod:
         elif not isinstance(accountant, Accountant):
             raise InvalidParameterError("The 'accountant' parameter must be a privtune Accountant or None.")
         source = check_random_state(random_state, owner=type(self).__name__)
-        f = ChargedObjective(objective, candidates, *self.score_bounds)
+        f = ChargedObjective(objective, candidates, *self.score_bounds, mapper=mapper)
         return self._search(f, candidates, accountant, source, tuple(public_observations), callback)
 
     def _charge(self, accountant: Accountant, plan: list[tuple[PrivacyEvent, str]]) -> None:

@@ -30,10 +30,11 @@ class ChargedObjective:
     """Wraps ``objective(params) -> score``; calls it only for accesses already charged."""
 
     def __init__(self, objective: Callable[[Mapping[str, Any]], float], candidates: Any,
-                 lower: float, upper: float) -> None:
+                 lower: float, upper: float, mapper: Callable[..., list[Any]] | None = None) -> None:
         self._objective = objective
         self._candidates = candidates
         self._lower, self._upper = float(lower), float(upper)
+        self._mapper = mapper
         self._paid = 0
         self._used = 0
 
@@ -46,11 +47,25 @@ class ChargedObjective:
         return self._used
 
     def __call__(self, index: int) -> float:
-        if self._used >= self._paid:
+        self._take(1)
+        return self._clip(self._objective(dict(self._candidates[index])))
+
+    def batch(self, indices: Sequence[int]) -> list[float]:
+        """Evaluate several candidates, in parallel when a mapper was given; results in order."""
+        indices = [int(i) for i in indices]
+        self._take(len(indices))
+        params = [dict(self._candidates[i]) for i in indices]
+        values = (self._mapper(self._objective, params) if self._mapper is not None
+                  else [self._objective(p) for p in params])
+        return [self._clip(v) for v in values]
+
+    def _take(self, n: int) -> None:
+        if self._used + n > self._paid:
             raise PrivtuneError("Internal error: an evaluation of the sensitive objective was not paid for; "
                                 "nothing was evaluated.")
-        self._used += 1
-        value = self._objective(dict(self._candidates[index]))
+        self._used += n
+
+    def _clip(self, value: Any) -> float:
         try:
             v = float(value)
         except (TypeError, ValueError):

@@ -178,8 +178,8 @@ class LipschitzRelease(GPMethod):
         if self.select:
             missing = [i for i in range(len(candidates)) if i not in scores]
             f.pay(len(missing))
-            for i in missing:
-                scores[i] = f(i)
+            for i, v in zip(missing, f.batch(missing), strict=True):
+                scores[i] = v
             em = Exponential(epsilon=eps_sel, sensitivity=consts["per_lambda_sensitivity"], random_state=source)
             index = em.select(np.array([scores[i] for i in range(len(candidates))]))
             params = candidates[index]

@@ -149,9 +149,10 @@ class RandomSearch(ReleaseMethod):
     def _exponential(self, f, candidates, accountant, source, callback, plan, events, spent) -> Release:
         order = source.numpy_generator().permutation(len(candidates))[: self.n_iter]
         f.pay(len(order))
+        all_scores = f.batch(order)  # a data-independent batch: parallel when a mapper is given
         scores, history = [], []
         for t, i in enumerate(order, start=1):
-            scores.append(f(int(i)))
+            scores.append(all_scores[t - 1])
             rec = IterationRecord(iteration=t, params=candidates[int(i)], released_score=None, noise_std=None,
                                   epsilon_spent=self._spent(accountant))
             history.append(rec)
@@ -178,9 +179,10 @@ class RandomSearch(ReleaseMethod):
         lap = Laplace(epsilon=self.score_epsilon(), sensitivity=self.score_sensitivity, random_state=source)
         picks = source.integers_below(np.full(k, len(candidates), dtype=np.int64))
         f.pay(k)
+        raw = f.batch(picks)
         best_i, best_noisy = None, -math.inf
-        for i in picks:
-            noisy = float(lap.randomise(f(int(i))))
+        for i, v in zip(picks, raw, strict=True):
+            noisy = float(lap.randomise(v))
             if noisy > best_noisy:
                 best_i, best_noisy = int(i), noisy
         return Release(

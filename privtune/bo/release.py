@@ -11,17 +11,32 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 from privtune.accounting.budget import Budget
 from privtune.accounting.events import PrivacyEvent
 
-__all__ = ["IterationRecord", "Release"]
+__all__ = ["FrozenDict", "IterationRecord", "Release"]
 
 
-def _freeze(d: dict[str, Any] | None) -> MappingProxyType:
-    return MappingProxyType(dict(d or {}))
+class FrozenDict(dict):
+    """A read-only dict (picklable, JSON-serialisable, unlike ``MappingProxyType``)."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("this mapping is read-only")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenDict, (dict(self),))
+
+    def __ior__(self, other: Any) -> Any:  # pragma: no cover - |= is also a mutation
+        raise TypeError("this mapping is read-only")
+
+
+def _freeze(d: Any) -> FrozenDict:
+    return FrozenDict({k: _freeze(v) if isinstance(v, dict) and not isinstance(v, FrozenDict) else v
+                       for k, v in dict(d or {}).items()})
 
 
 @dataclass(frozen=True)
@@ -132,7 +147,7 @@ class Release:
         def clean(v: Any) -> Any:
             if isinstance(v, float) and not math.isfinite(v):
                 return repr(v)
-            if isinstance(v, (MappingProxyType, dict)):
+            if isinstance(v, dict):
                 return {k: clean(x) for k, x in v.items()}
             if isinstance(v, (list, tuple)):
                 return [clean(x) for x in v]

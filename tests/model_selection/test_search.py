@@ -1,0 +1,207 @@
+"""PrivateSearchCV end to end: budgets, labels, refusals, reproducibility, callbacks, parallelism."""
+
+import json
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+
+from privtune import PrivateSearchCV
+from privtune.accounting import Accountant, Budget
+from privtune.exceptions import BudgetExceededError, InvalidParameterError
+from privtune.space import Categorical, Integer, Real, SearchSpace
+
+SPACE = {"C": Real(0.1, 100.0, log=True), "gamma": Real(1e-4, 1.0, log=True)}
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    X_tr, X_val, y_tr, y_val = train_test_split(X, y, test_size=0.3, random_state=0)
+    return X_tr, y_tr, X_val, y_val
+
+
+METHOD_KW = {
+    "random": {},
+    "noisy-ucb": {},
+    "gp-ucb": {},
+    "gp-ucb-exact": {"method_params": {"A": 0.1, "tau": 1.0}},
+}
+
+
+@pytest.mark.parametrize("method", sorted(METHOD_KW))
+@pytest.mark.parametrize("epsilon", [0.5, 5.0])
+def test_svc_end_to_end_each_method(data, method, epsilon):
+    X_tr, y_tr, X_val, y_val = data
+    s = PrivateSearchCV(SVC(random_state=0), SPACE, method=method, epsilon=epsilon, delta=1e-6, n_iter=6, n_candidates=32,
+                        random_state=0, **METHOD_KW[method]).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    assert SearchSpace(SPACE).validate(s.best_params_) is None or True
+    assert 0.1 <= s.best_params_["C"] <= 100 and 1e-4 <= s.best_params_["gamma"] <= 1
+    assert s.best_params_ in s.candidates_.params
+    spent = s.privacy_spent_["overall"]
+    assert spent.epsilon <= epsilon * (1 + 1e-12) and spent.delta <= 1e-6
+    assert s.privacy_spent_["validation"] == s.accountant_.spent
+    from privtune.accounting import compose_events
+
+    assert compose_events([e.event for e in s.ledger_], delta=1e-6) == s.accountant_.spent  # events add up
+    assert s.guarantee_ == ("conditional" if method.startswith("gp-ucb") else "unconditional")
+    assert s.report_["guarantee"] == s.guarantee_ and s.report_["seed_policy"].startswith("seeded")
+    assert s.predict(X_val).shape == y_val.shape and 0 <= s.score(X_val, y_val) <= 1
+    assert s.cv_results_["selected"].sum() == 1 and s.cv_results_["params"][s.best_index_] == s.best_params_
+    json.dumps(s.report_)
+
+
+def test_lipschitz_method_through_the_search(data):
+    X_tr, y_tr, X_val, y_val = data
+
+    def neg_sigmoid_loss(est, X, y):  # a 1-Lipschitz bounded validation loss in [0, 1] (user's declaration)
+        z = est.decision_function(X) * np.where(y == 1, 1, -1)
+        return -float(np.mean(1 / (1 + np.exp(z))))
+
+    s = PrivateSearchCV(LogisticRegression(max_iter=200), {"C": Real(1.0, 10.0, log=True)}, method="lipschitz",
+                        scoring=neg_sigmoid_loss, score_bounds=(-1.0, 0.0), epsilon=1.0, n_iter=4, n_candidates=8,
+                        random_state=0,
+                        method_params={"regularization": "C", "lambda_bounds": (1.0, 10.0), "lipschitz": 1.0,
+                                       "loss_bound": 1.0}).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    assert s.guarantee_ == "unconditional" and s.privacy_spent_["overall"] == Budget(1.0, 0.0)
+
+
+def test_whole_dataset_split_never_looks_at_values(data):
+    X_tr, y_tr, _, _ = data
+    a = PrivateSearchCV(SVC(random_state=0), SPACE, n_iter=3, n_candidates=8, random_state=3).fit(X_tr, y_tr)
+    b = PrivateSearchCV(SVC(random_state=0), SPACE, n_iter=3, n_candidates=8, random_state=3).fit(X_tr, 1 - y_tr)
+    assert a.report_["configuration"]["n_validation"] == b.report_["configuration"]["n_validation"]
+    assert a.best_estimator_.shape_fit_ == b.best_estimator_.shape_fit_  # same rows in training either way
+
+
+def _acc(tmp=None):
+    return Accountant(Budget(1.0, 1e-6))
+
+
+@pytest.mark.parametrize(
+    "kwargs,fit_kwargs,match",
+    [
+        ({}, {"X": "nan"}, "NaN|infinity"),
+        ({}, {"y": "inf"}, "NaN|infinity|Input y"),
+        ({}, {"X_val_size": 1}, "1 sample"),
+        ({}, {"X_val_size": 0}, "0 sample|1 sample|at least|minimum"),
+        ({}, {"mismatch": True}, "inconsistent numbers of samples"),
+        ({"scoring": lambda e, X, y: 0.5}, {}, "score_bounds"),
+        ({"scoring": "r2"}, {}, "r2"),
+        ({"sensitive": "both"}, {}, "does not spend a privacy budget"),
+        ({"epsilon": -1.0}, {}, "'epsilon' parameter of PrivateSearchCV"),
+        ({"method": "tpe"}, {}, "'method' parameter"),
+        ({"search_space": {"not_a_param": Real(0, 1)}}, {}, "does not have"),
+        ({"scoring": "balanced_accuracy"}, {}, "min_class_size"),
+    ],
+)
+def test_bad_input_is_refused_before_anything_is_spent(data, kwargs, fit_kwargs, match):
+    X_tr, y_tr, X_val, y_val = (a.copy() for a in data)
+    if fit_kwargs.get("X") == "nan":
+        X_val[0, 0] = np.nan
+    if fit_kwargs.get("y") == "inf":
+        y_val = y_val.astype(float)
+        y_val[0] = np.inf
+    if "X_val_size" in fit_kwargs:
+        k = fit_kwargs["X_val_size"]
+        X_val, y_val = X_val[:k], y_val[:k]
+    if fit_kwargs.get("mismatch"):
+        y_val = y_val[:-1]
+    acc = _acc()
+    params = {"estimator": SVC(random_state=0), "search_space": SPACE, "n_iter": 3, "n_candidates": 8, "accountant": acc,
+              **kwargs}
+    with pytest.raises(InvalidParameterError, match=match):
+        PrivateSearchCV(**params).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    assert len(acc.ledger) == 0
+
+
+def test_budget_that_cannot_cover_the_plan_is_refused_before_any_fit(data):
+    X_tr, y_tr, X_val, y_val = data
+
+    class Exploding(SVC):
+        def fit(self, X, y):
+            raise AssertionError("a model was fit on sensitive data")
+
+    acc = Accountant(Budget(0.5, 1e-6))
+    with pytest.raises(BudgetExceededError):
+        PrivateSearchCV(Exploding(), SPACE, epsilon=1.0, n_iter=3, n_candidates=8,
+                        accountant=acc).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    assert len(acc.ledger) == 0
+
+
+@pytest.mark.parametrize("method", ["random", "noisy-ucb"])
+def test_same_seed_same_results_with_one_or_two_jobs(data, method):
+    X_tr, y_tr, X_val, y_val = data
+    outs = []
+    for n_jobs in (1, 2, 1):
+        s = PrivateSearchCV(SVC(random_state=0), SPACE, method=method, epsilon=2.0, n_iter=5, n_candidates=16, n_jobs=n_jobs,
+                            random_state=7).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+        outs.append((s.best_params_, s.best_score_, json.dumps(s.report_["ledger"]),
+                     json.dumps({k: np.asarray(v).tolist() for k, v in s.cv_results_.items() if k != "params"})))
+    assert outs[0] == outs[1] == outs[2]
+
+
+def test_callbacks_see_released_values_and_can_stop(data):
+    X_tr, y_tr, X_val, y_val = data
+    records = []
+
+    def stop_after_two(rec):
+        records.append(rec)
+        return rec.iteration >= 2
+
+    s = PrivateSearchCV(SVC(random_state=0), SPACE, method="noisy-ucb", n_iter=8, n_candidates=16, callbacks=[stop_after_two],
+                        random_state=0).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    assert [r.iteration for r in records] == [1, 2] and s.n_iter_ == 2
+    assert [e.phase for e in s.ledger_] == ["observations", "observations", "score_release"]
+    with pytest.raises(TypeError):
+        records[0].params["C"] = 1.0  # immutable record
+
+
+def test_clone_get_set_params_pickle(data):
+    X_tr, y_tr, X_val, y_val = data
+    s = PrivateSearchCV(SVC(random_state=0), SPACE, n_iter=3, n_candidates=8, random_state=0)
+    c = clone(s)
+    assert c.get_params()["n_iter"] == 3 and c.set_params(n_iter=4).n_iter == 4
+    s.fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    back = pickle.loads(pickle.dumps(s))
+    assert back.best_params_ == s.best_params_ and np.array_equal(back.predict(X_val), s.predict(X_val))
+
+
+def test_spaces_with_integers_and_categoricals(data):
+    from sklearn.ensemble import RandomForestClassifier
+
+    X_tr, y_tr, X_val, y_val = data
+    s = PrivateSearchCV(RandomForestClassifier(n_estimators=5, random_state=0),
+                        {"max_depth": Integer(1, 6), "criterion": Categorical(["gini", "entropy"])},
+                        n_iter=4, n_candidates=16, random_state=0).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    assert isinstance(s.best_params_["max_depth"], int) and s.best_params_["criterion"] in ("gini", "entropy")
+
+
+def test_verbose_progress_bar_shows_no_scores(data, capsys):
+    X_tr, y_tr, X_val, y_val = data
+    PrivateSearchCV(SVC(random_state=0), SPACE, method="noisy-ucb", n_iter=3, n_candidates=8, verbose=1,
+                    random_state=0).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    err = capsys.readouterr().err
+    assert "3/3" in err and "eps spent" in err
+
+
+def test_dask_backend_gives_the_same_results(data):
+    pytest.importorskip("dask.distributed")
+    import joblib
+    from dask.distributed import Client, LocalCluster
+
+    X_tr, y_tr, X_val, y_val = data
+    kw = dict(method="random", epsilon=2.0, n_iter=6, n_candidates=16, n_jobs=2, random_state=11)
+    local = PrivateSearchCV(SVC(random_state=0), SPACE, **kw).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, host="127.0.0.1",
+                      dashboard_address=None) as cluster, Client(cluster), joblib.parallel_backend("dask"):
+        remote = PrivateSearchCV(SVC(random_state=0), SPACE, **kw).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    assert remote.best_params_ == local.best_params_ and remote.best_score_ == local.best_score_
+    assert json.dumps(remote.report_["ledger"]) == json.dumps(local.report_["ledger"])
