@@ -78,7 +78,7 @@ def main() -> dict:
     res = Path(__file__).parent / "results"
     res.mkdir(exist_ok=True)
     (res / "method_utility.json").write_text(json.dumps(out, indent=2))
-    lines = ["# Release-method utility (SVC C, gamma on breast cancer; m = %d validation rows)" % m, "",
+    lines = [f"# Release-method utility (SVC C, gamma on breast cancer; m = {m} validation rows)", "",
              "| method | epsilon | test acc (median) | test acc (min) | abs error of released score (median) | s/fit |",
              "|---|---|---|---|---|---|"]
     lines += [f"| {r['method']} | {r['epsilon']} | {r['test_accuracy_median']:.3f} | {r['test_accuracy_min']:.3f} | "

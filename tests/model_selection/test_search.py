@@ -40,8 +40,17 @@ METHOD_KW = {
 @pytest.mark.parametrize("epsilon", [0.5, 5.0])
 def test_svc_end_to_end_each_method(data, method, epsilon):
     X_tr, y_tr, X_val, y_val = data
-    s = PrivateSearchCV(SVC(random_state=0), SPACE, method=method, epsilon=epsilon, delta=1e-6, n_iter=6, n_candidates=32,
-                        random_state=0, **METHOD_KW[method]).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    s = PrivateSearchCV(
+        SVC(random_state=0),
+        SPACE,
+        method=method,
+        epsilon=epsilon,
+        delta=1e-6,
+        n_iter=6,
+        n_candidates=32,
+        random_state=0,
+        **METHOD_KW[method],
+    ).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
     assert SearchSpace(SPACE).validate(s.best_params_) is None or True
     assert 0.1 <= s.best_params_["C"] <= 100 and 1e-4 <= s.best_params_["gamma"] <= 1
     assert s.best_params_ in s.candidates_.params
@@ -65,11 +74,18 @@ def test_lipschitz_method_through_the_search(data):
         z = est.decision_function(X) * np.where(y == 1, 1, -1)
         return -float(np.mean(1 / (1 + np.exp(z))))
 
-    s = PrivateSearchCV(LogisticRegression(max_iter=200), {"C": Real(1.0, 10.0, log=True)}, method="lipschitz",
-                        scoring=neg_sigmoid_loss, score_bounds=(-1.0, 0.0), epsilon=1.0, n_iter=4, n_candidates=8,
-                        random_state=0,
-                        method_params={"regularization": "C", "lambda_bounds": (1.0, 10.0), "lipschitz": 1.0,
-                                       "loss_bound": 1.0}).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    s = PrivateSearchCV(
+        LogisticRegression(max_iter=200),
+        {"C": Real(1.0, 10.0, log=True)},
+        method="lipschitz",
+        scoring=neg_sigmoid_loss,
+        score_bounds=(-1.0, 0.0),
+        epsilon=1.0,
+        n_iter=4,
+        n_candidates=8,
+        random_state=0,
+        method_params={"regularization": "C", "lambda_bounds": (1.0, 10.0), "lipschitz": 1.0, "loss_bound": 1.0},
+    ).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
     assert s.guarantee_ == "unconditional" and s.privacy_spent_["overall"] == Budget(1.0, 0.0)
 
 
@@ -115,8 +131,14 @@ def test_bad_input_is_refused_before_anything_is_spent(data, kwargs, fit_kwargs,
     if fit_kwargs.get("mismatch"):
         y_val = y_val[:-1]
     acc = _acc()
-    params = {"estimator": SVC(random_state=0), "search_space": SPACE, "n_iter": 3, "n_candidates": 8, "accountant": acc,
-              **kwargs}
+    params = {
+        "estimator": SVC(random_state=0),
+        "search_space": SPACE,
+        "n_iter": 3,
+        "n_candidates": 8,
+        "accountant": acc,
+        **kwargs,
+    }
     with pytest.raises(InvalidParameterError, match=match):
         PrivateSearchCV(**params).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
     assert len(acc.ledger) == 0
@@ -131,8 +153,9 @@ def test_budget_that_cannot_cover_the_plan_is_refused_before_any_fit(data):
 
     acc = Accountant(Budget(0.5, 1e-6))
     with pytest.raises(BudgetExceededError):
-        PrivateSearchCV(Exploding(), SPACE, epsilon=1.0, n_iter=3, n_candidates=8,
-                        accountant=acc).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+        PrivateSearchCV(Exploding(), SPACE, epsilon=1.0, n_iter=3, n_candidates=8, accountant=acc).fit(
+            X_tr, y_tr, X_val=X_val, y_val=y_val
+        )
     assert len(acc.ledger) == 0
 
 
@@ -141,10 +164,24 @@ def test_same_seed_same_results_with_one_or_two_jobs(data, method):
     X_tr, y_tr, X_val, y_val = data
     outs = []
     for n_jobs in (1, 2, 1):
-        s = PrivateSearchCV(SVC(random_state=0), SPACE, method=method, epsilon=2.0, n_iter=5, n_candidates=16, n_jobs=n_jobs,
-                            random_state=7).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
-        outs.append((s.best_params_, s.best_score_, json.dumps(s.report_["ledger"]),
-                     json.dumps({k: np.asarray(v).tolist() for k, v in s.cv_results_.items() if k != "params"})))
+        s = PrivateSearchCV(
+            SVC(random_state=0),
+            SPACE,
+            method=method,
+            epsilon=2.0,
+            n_iter=5,
+            n_candidates=16,
+            n_jobs=n_jobs,
+            random_state=7,
+        ).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+        outs.append(
+            (
+                s.best_params_,
+                s.best_score_,
+                json.dumps(s.report_["ledger"]),
+                json.dumps({k: np.asarray(v).tolist() for k, v in s.cv_results_.items() if k != "params"}),
+            )
+        )
     assert outs[0] == outs[1] == outs[2]
 
 
@@ -156,8 +193,15 @@ def test_callbacks_see_released_values_and_can_stop(data):
         records.append(rec)
         return rec.iteration >= 2
 
-    s = PrivateSearchCV(SVC(random_state=0), SPACE, method="noisy-ucb", n_iter=8, n_candidates=16, callbacks=[stop_after_two],
-                        random_state=0).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    s = PrivateSearchCV(
+        SVC(random_state=0),
+        SPACE,
+        method="noisy-ucb",
+        n_iter=8,
+        n_candidates=16,
+        callbacks=[stop_after_two],
+        random_state=0,
+    ).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
     assert [r.iteration for r in records] == [1, 2] and s.n_iter_ == 2
     assert [e.phase for e in s.ledger_] == ["observations", "observations", "score_release"]
     with pytest.raises(TypeError):
@@ -178,16 +222,21 @@ def test_spaces_with_integers_and_categoricals(data):
     from sklearn.ensemble import RandomForestClassifier
 
     X_tr, y_tr, X_val, y_val = data
-    s = PrivateSearchCV(RandomForestClassifier(n_estimators=5, random_state=0),
-                        {"max_depth": Integer(1, 6), "criterion": Categorical(["gini", "entropy"])},
-                        n_iter=4, n_candidates=16, random_state=0).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    s = PrivateSearchCV(
+        RandomForestClassifier(n_estimators=5, random_state=0),
+        {"max_depth": Integer(1, 6), "criterion": Categorical(["gini", "entropy"])},
+        n_iter=4,
+        n_candidates=16,
+        random_state=0,
+    ).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
     assert isinstance(s.best_params_["max_depth"], int) and s.best_params_["criterion"] in ("gini", "entropy")
 
 
 def test_verbose_progress_bar_shows_no_scores(data, capsys):
     X_tr, y_tr, X_val, y_val = data
-    PrivateSearchCV(SVC(random_state=0), SPACE, method="noisy-ucb", n_iter=3, n_candidates=8, verbose=1,
-                    random_state=0).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    PrivateSearchCV(
+        SVC(random_state=0), SPACE, method="noisy-ucb", n_iter=3, n_candidates=8, verbose=1, random_state=0
+    ).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
     err = capsys.readouterr().err
     assert "3/3" in err and "eps spent" in err
 
@@ -200,8 +249,13 @@ def test_dask_backend_gives_the_same_results(data):
     X_tr, y_tr, X_val, y_val = data
     kw = dict(method="random", epsilon=2.0, n_iter=6, n_candidates=16, n_jobs=2, random_state=11)
     local = PrivateSearchCV(SVC(random_state=0), SPACE, **kw).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster), joblib.parallel_backend("dask"):
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        Client(cluster),
+        joblib.parallel_backend("dask"),
+    ):
         remote = PrivateSearchCV(SVC(random_state=0), SPACE, **kw).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
     assert remote.best_params_ == local.best_params_ and remote.best_score_ == local.best_score_
     assert json.dumps(remote.report_["ledger"]) == json.dumps(local.report_["ledger"])
