@@ -1,0 +1,91 @@
+"""No raw private value reaches a log line, a callback, cv_results_, report_, a warning or an exception.
+
+A scorer returns sentinel values (distinct digits per candidate) computed "on sensitive data"; every output
+channel is captured and searched for the sentinels' digits. Each release method is covered.
+"""
+
+import json
+import logging
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import SVC
+
+from privtune import PrivateSearchCV
+from privtune.accounting import Accountant, Budget
+from privtune.exceptions import BudgetExceededError
+from privtune.space import Real
+
+SPACE = {"C": Real(0.1, 100.0, log=True), "gamma": Real(1e-4, 1.0, log=True)}
+
+
+def sentinel_scorer(est, X, y):
+    """0.31415926... plus a per-candidate offset: distinctive digits that must never leak."""
+    return 0.3141592653 + 1e-7 * (hash((round(est.C, 9), round(est.gamma, 9))) % 1000)
+
+
+def _needles(values):
+    out = set()
+    for v in values:
+        out.add(f"{v:.9f}"[2:11])  # nine significant digits
+        out.add(repr(v))
+    return out
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    return X[:400], y[:400], X[400:], y[400:]
+
+
+@pytest.mark.parametrize("method,extra", [("random", {}), ("noisy-ucb", {}), ("gp-ucb", {}),
+                                          ("gp-ucb-exact", {"method_params": {"A": 0.1, "tau": 1.0}})])
+def test_sentinel_scores_never_leak(data, method, extra, caplog, capsys):
+    X_tr, y_tr, X_val, y_val = data
+    raw = []
+
+    def scorer(est, X, y):
+        v = sentinel_scorer(est, X, y)
+        raw.append(v)
+        return v
+
+    seen = []
+    caplog.set_level(logging.DEBUG, logger="privtune")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s = PrivateSearchCV(SVC(random_state=0), SPACE, method=method, scoring=scorer, score_bounds=(0.0, 1.0),
+                            epsilon=1.0, n_iter=5, n_candidates=16, random_state=0, verbose=2,
+                            callbacks=[lambda r: seen.append(repr(r) + json.dumps(r.to_dict()))],
+                            **extra).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    out = capsys.readouterr()
+    haystack = "\n".join([
+        caplog.text, out.out, out.err, "\n".join(seen), "\n".join(str(w.message) for w in caught),
+        json.dumps(s.report_, default=str), repr({k: np.asarray(v).tolist() for k, v in s.cv_results_.items()}),
+        json.dumps(s.release_.to_dict(), default=str), repr(s.release_), str(pickle.dumps(s.release_)),
+    ])
+    assert raw, "the scorer was never called"
+    leaked = [n for n in _needles(raw) if n in haystack]
+    assert not leaked, f"raw scores leaked: {leaked[:3]}"
+
+
+def test_exception_messages_carry_no_raw_value(data):
+    X_tr, y_tr, X_val, y_val = data
+    acc = Accountant(Budget(1.0, 1e-6))
+    PrivateSearchCV(SVC(random_state=0), SPACE, scoring=sentinel_scorer, score_bounds=(0.0, 1.0), n_iter=3,
+                    n_candidates=8, accountant=acc, random_state=0).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    with pytest.raises(BudgetExceededError) as info:  # the budget is used up: a second search is refused
+        PrivateSearchCV(SVC(random_state=0), SPACE, scoring=sentinel_scorer, score_bounds=(0.0, 1.0), n_iter=3,
+                        n_candidates=8, accountant=acc, random_state=0).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    assert "3141592" not in str(info.value)
+
+    def failing(est, X, y):
+        raise RuntimeError(f"scorer failed at {sentinel_scorer(est, X, y)!r}")
+
+    s = PrivateSearchCV(SVC(random_state=0), SPACE, scoring=failing, score_bounds=(0.0, 1.0), n_iter=3,
+                        n_candidates=8, random_state=0).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    assert "3141592" not in json.dumps(s.report_, default=str)  # error_score="lower": the message is dropped
