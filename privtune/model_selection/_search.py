@@ -322,7 +322,7 @@ class PrivateSearchCV(BaseSearchCV):
             raise InvalidParameterError("PrivateSearchCV.fit needs targets y (supervised estimators only).")
         if (X_val is None) != (y_val is None):
             raise InvalidParameterError("Pass both X_val and y_val, or neither.")
-        X = check_array(X, accept_sparse=False, ensure_all_finite=True, input_name="X")
+        X = check_array(X, accept_sparse=["csr", "csc"], ensure_all_finite=True, input_name="X")
         y = check_array(y, ensure_2d=False, dtype=None, ensure_all_finite=True, input_name="y")
         check_consistent_length(X, y)
         if X_val is None:
@@ -335,7 +335,7 @@ class PrivateSearchCV(BaseSearchCV):
             perm = rng.permutation(n)  # a split that never looks at the values
             val, tr = np.sort(perm[:m]), np.sort(perm[m:])
             return X[tr], y[tr], X[val], y[val]
-        X_val = check_array(X_val, accept_sparse=False, ensure_all_finite=True, input_name="X_val")
+        X_val = check_array(X_val, accept_sparse=["csr", "csc"], ensure_all_finite=True, input_name="X_val")
         y_val = check_array(y_val, ensure_2d=False, dtype=None, ensure_all_finite=True, input_name="y_val")
         check_consistent_length(X_val, y_val)
         if X_val.shape[0] < 2:
