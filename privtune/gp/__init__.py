@@ -12,6 +12,8 @@ never imports it.
 - :func:`gamma_T`: greedy maximum information gain and its (1 - 1/e) upper bound.
 - :func:`fit_public_hyperparameters`: kernel hyperparameters by marginal
   likelihood on **public** tasks only.
+- :func:`estimate_task_correlation`: Kusner et al.'s Section 6 procedure for
+  choosing the declared k1(V, V') on **public** data (Figure 1).
 
 Nothing in this subpackage is ever fitted on private scores.
 """
@@ -23,6 +25,7 @@ from privtune.gp._kernels import InputKernel, MultiTaskKernel, TaskKernel
 from privtune.gp._posterior import GPPosterior
 from privtune.gp._public_fit import PublicHyperparameters, fit_public_hyperparameters
 from privtune.gp._scaling import ScoreScale
+from privtune.gp._task_correlation import TaskCorrelationCurve, estimate_task_correlation
 
 __all__ = [
     "GPPosterior",
@@ -31,7 +34,9 @@ __all__ = [
     "MultiTaskKernel",
     "PublicHyperparameters",
     "ScoreScale",
+    "TaskCorrelationCurve",
     "TaskKernel",
+    "estimate_task_correlation",
     "fit_public_hyperparameters",
     "gamma_T",
 ]

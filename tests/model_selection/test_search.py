@@ -251,7 +251,7 @@ def test_dask_backend_gives_the_same_results(data):
     local = PrivateSearchCV(SVC(random_state=0), SPACE, **kw).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
     with (
         LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, host="127.0.0.1", dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
         ) as cluster,
         Client(cluster),
         joblib.parallel_backend("dask"),
