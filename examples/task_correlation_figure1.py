@@ -61,8 +61,11 @@ from sklearn.datasets import load_digits, make_classification  # noqa: E402
 from sklearn.svm import SVC  # noqa: E402
 
 import privtune  # noqa: E402
-from privtune.gp import InputKernel, ScoreScale  # noqa: E402
-from privtune.gp import estimate_task_correlation  # noqa: E402
+from privtune.gp import (  # noqa: E402
+    InputKernel,
+    ScoreScale,
+    estimate_task_correlation,  # noqa: E402
+)
 from privtune.space import Real, SearchSpace, candidate_set  # noqa: E402
 from privtune.utils import check_random_state  # noqa: E402
 
