@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.privtune-installed
 export OMP_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 
-.PHONY: setup test test-fast lint clean
+.PHONY: setup test test-fast demo lint clean
 
 setup: $(STAMP)
 
@@ -23,6 +23,10 @@ $(STAMP): pyproject.toml
 ## Set up, then run the whole test suite (unit, property, statistical and DP-audit tests).
 test: setup
 	$(BIN)/python -m pytest -q
+
+## Set up, then run the main job: privtune demo (RBF SVM on bundled breast-cancer data, sensitive validation split).
+demo: setup
+	$(BIN)/privtune demo
 
 ## Skip the tests marked slow or statistical (quick local loop).
 test-fast: setup

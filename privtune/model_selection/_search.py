@@ -155,7 +155,8 @@ class PrivateSearchCV(BaseSearchCV):
     best_params_ : dict
         The privately selected hyperparameters.
     best_score_ : float
-        The privately released score of ``best_params_`` (score units).
+        The privately released score of ``best_params_`` (score units), clipped to
+        the score bounds (post-processing; the unclipped release is ``release_.score``).
     best_index_ : int
         Row of ``best_params_`` in ``cv_results_``.
     best_estimator_ : estimator
@@ -447,7 +448,9 @@ class PrivateSearchCV(BaseSearchCV):
         self.seeded_ = release.seeded
         self.n_iter_ = release.n_iter
         self.best_params_ = dict(release.params) if release.params is not None else None
-        self.best_score_ = release.score
+        # Clipping the release to the declared bounds is post-processing: free, and never less accurate.
+        self.best_score_ = (None if release.score is None
+                            else float(min(scorer.bounds[1], max(scorer.bounds[0], release.score))))
         self.cv_results_ = self._cv_results(release, candidates)
         self.best_index_ = int(np.flatnonzero(self.cv_results_["selected"])[0]) if self.best_params_ else None
         self.n_splits_ = 1

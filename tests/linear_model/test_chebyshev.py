@@ -173,6 +173,8 @@ def test_clone_and_pickle():
 
 def test_unseeded_fits_differ_and_are_marked_secure():
     X, y = data(10)
-    a = DPChebyshevRegressor(epsilon=0.1).fit(X, y)
-    b = DPChebyshevRegressor(epsilon=0.1).fit(X, y)
-    assert not a.seeded_ and not np.array_equal(a.coef_, b.coef_)
+    # LP solutions sit on vertices, so two noisy fits can coincide; ten fits at a small epsilon cannot all do so
+    # except with negligible probability.
+    fits = [DPChebyshevRegressor(epsilon=0.01).fit(X, y) for _ in range(10)]
+    assert not any(f.seeded_ for f in fits)
+    assert len({(tuple(f.coef_), float(f.intercept_)) for f in fits}) > 1

@@ -1,0 +1,14 @@
+"""Differentially private linear models with scikit-learn's interface.
+
+- :class:`DPLogisticRegression`: binary logistic regression, pure epsilon-DP,
+  trained with the accelerated methods of Kuru et al. (2022)
+  (:mod:`privtune.optim.accelerated`).
+- :class:`DPChebyshevRegressor`: label-private minimax (L-infinity) regression
+  with public features, on the piecewise-affine mechanisms of Han et al.
+  (:mod:`privtune.optim.piecewise`).
+"""
+
+from privtune.linear_model._chebyshev import DPChebyshevRegressor
+from privtune.linear_model._logistic import DPLogisticRegression
+
+__all__ = ["DPChebyshevRegressor", "DPLogisticRegression"]

@@ -1,0 +1,127 @@
+r"""Margin losses of the seed-002 trainers, their public constants, and row clipping.
+
+Both losses are functions of the margin ``m = z u^T w`` of a row ``u`` with label
+``z`` in {-1, +1}; the gradient of one example's data term is ``phi'(m) z u``.
+
+* ``"logistic"``: :math:`\phi(m) = \log(1 + e^{-m})`, :math:`\phi'(m) = -\sigma(-m) \in (-1, 0)`,
+  :math:`0 < \phi'' \le 1/4`.
+* ``"smoothed_hinge"`` (Huber-smoothed hinge, width ``h > 0``):
+  :math:`\phi(m) = 0` for ``m >= 1``, :math:`(1 - m)^2 / (2h)` for ``1 - h < m < 1``,
+  :math:`1 - m - h/2` for ``m <= 1 - h``; :math:`\phi'(m) \in [-1, 0]`, :math:`\phi'' \le 1/h`.
+
+**L1 sensitivity (derivation).** For rows with ``||u||_1 <= R_1`` and any labels,
+the per-example gradients of the data term are ``c u`` and ``c' u'`` with
+``|c|, |c'| <= 1``, so for every ``w``
+
+.. math:: \|c u - c' u'\|_1 \le |c| \|u\|_1 + |c'| \|u'\|_1 \le 2 R_1 =: S_1 .
+
+The L2 regulariser is the same for every example and cancels. Replacing one row
+of a batch of ``m`` rows therefore moves the batch-mean gradient by at most
+``S_1 / m`` in L1 norm. (For logistic the supremum ``2 R_1`` is approached but not
+attained; for the smoothed hinge it is attained, with ``u' = -u``.) If an L2 bound
+``R_2`` is declared as well, ``||u||_1 <= sqrt(d) R_2`` and ``R_1`` is replaced by
+``min(R_1, sqrt(d) R_2)``.
+
+**Smoothness (public).** The Hessian of the data term is
+``(1/n) sum phi''(m_i) u_i u_i^T``, whose largest eigenvalue is at most
+``max phi'' * R_2**2``; so ``L = R_2**2 / 4 + mu`` (logistic) or
+``R_2**2 / h + mu`` (smoothed hinge), with ``R_2 <= R_1`` when no L2 bound is
+declared. This replaces the paper's data-derived ``L`` (spec P10).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import expit
+
+from privtune.exceptions import InvalidParameterError
+
+__all__ = ["LOSSES", "MarginLoss", "get_loss", "clip_rows"]
+
+LOSSES = ("logistic", "smoothed_hinge")
+# Rows scaled down by clipping land this far inside the bound, so that float rounding
+# of the scaled row can never push its norm above the declared bound.
+_CLIP_SHRINK = 1.0 - 2.0**-40
+
+
+class MarginLoss:
+    """A margin loss ``phi(z u^T w)`` with its public constants (internal)."""
+
+    def __init__(self, name: str, smoothing: float = 1.0) -> None:
+        self.name = name
+        self.smoothing = float(smoothing)
+
+    def derivative(self, margin: np.ndarray) -> np.ndarray:
+        """``phi'(margin)``, in [-1, 0]."""
+        if self.name == "logistic":
+            return -expit(-margin)
+        h = self.smoothing
+        return -np.clip((1.0 - margin) / h, 0.0, 1.0)
+
+    def value(self, margin: np.ndarray) -> np.ndarray:
+        """``phi(margin)`` (for evaluation and tests only; never released)."""
+        if self.name == "logistic":
+            return np.logaddexp(0.0, -margin)
+        h = self.smoothing
+        r = 1.0 - margin
+        return np.where(r <= 0.0, 0.0, np.where(r < h, r * r / (2.0 * h), r - h / 2.0))
+
+    def curvature_bound(self) -> float:
+        """``sup phi''``: 1/4 (logistic) or 1/h (smoothed hinge)."""
+        return 0.25 if self.name == "logistic" else 1.0 / self.smoothing
+
+    def value_bound(self, margin_bound: float) -> float:
+        """``sup phi(m)`` over ``|m| <= margin_bound`` (``phi`` is decreasing)."""
+        return float(self.value(np.array([-margin_bound]))[0])
+
+    def gradient(self, w: np.ndarray, U: np.ndarray, z: np.ndarray, alpha: float) -> np.ndarray:
+        """Mean gradient of ``phi(z u^T w)`` over the rows of ``U`` plus ``alpha w``."""
+        coef = self.derivative(z * (U @ w)) * z
+        return U.T @ coef / U.shape[0] + alpha * w
+
+    def objective(self, w: np.ndarray, U: np.ndarray, z: np.ndarray, alpha: float) -> float:
+        """``(1/n) sum phi(z_i u_i^T w) + (alpha / 2) ||w||^2`` (evaluation only)."""
+        return float(np.mean(self.value(z * (U @ w))) + 0.5 * alpha * float(w @ w))
+
+
+def get_loss(loss: str, smoothing: float, owner: str) -> MarginLoss:
+    if loss not in LOSSES:
+        raise InvalidParameterError(
+            f"The 'loss' parameter of {owner} must be one of {list(LOSSES)}. Got {loss!r} instead.")
+    return MarginLoss(loss, smoothing)
+
+
+def clip_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, owner: str,
+              name: str = "X") -> np.ndarray:
+    """Scale rows so that ``||u||_1 <= l1_bound`` and ``||u||_2 <= l2_bound``.
+
+    ``mode="rows"`` scales offending rows down; ``mode="raise"`` refuses them
+    (beyond a relative tolerance of ``1e-12`` for float rounding, under which
+    they are scaled). The error message never contains a value of the data.
+    """
+    n1 = np.abs(U).sum(axis=1)
+    n2 = np.sqrt(np.einsum("ij,ij->i", U, U))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f1 = np.where(n1 > l1_bound, l1_bound / n1, 1.0)
+        f2 = np.where(n2 > l2_bound, l2_bound / n2, 1.0)
+    factor = np.minimum(f1, f2)
+    over = factor < 1.0
+    if not over.any():
+        return U
+    if mode == "raise":
+        tol = 1.0 - 1e-12
+        bad = int(np.count_nonzero(factor < tol))
+        if bad:
+            raise InvalidParameterError(
+                f"{bad} row(s) of {name!r} passed to {owner} exceed the declared bound "
+                f"(L1 norm {l1_bound!r}, L2 norm {l2_bound!r}) and clip='raise'. Scale the data to the "
+                "declared bound, raise the bound, or use clip='rows'.")
+    factor = np.where(over, factor * _CLIP_SHRINK, 1.0)
+    return U * factor[:, None]
+
+
+def l1_bound_of(l1: float, l2: float, dim: int) -> float:
+    """The L1 bound implied by both declared bounds: ``min(l1, sqrt(d) l2)``."""
+    return min(l1, math.sqrt(dim) * l2)

@@ -1,0 +1,177 @@
+r"""Step-size, momentum and privacy-budget schedules of Kuru et al. (2022) (internal).
+
+Everything here is a function of *public* constants only (the declared
+smoothness ``L``, ``mu``, the sensitivity ``S_1``, ``n``, ``m``, ``d``, ``epsilon``,
+``E_0``, the horizon): computing a schedule costs no privacy.
+
+Conventions follow the seed-002 spec (section 2):
+
+* ``alpha = c / L`` and ``beta = (1 - sqrt(mu alpha)) / (1 + sqrt(mu alpha))``
+  for HB, NAG and per stage for MASG; GD has ``beta = 0``.
+* MASG stages (4.7) with the authors' code details: ``n_1 = ceil(2 sqrt(kappa)
+  ln sqrt(kappa))`` (at least 1, at most T), stage ``k >= 2`` of length
+  ``2**k ceil(sqrt(kappa) ln 2**(p + 2))`` with ``alpha_k = c / (4**k L)``, momentum
+  restarted at every stage start, the last stage truncated at ``T``.
+* Uniform split: ``eps_t = eps / T``. Optimal split (Prop. 4.2, Thm 4.3):
+  ``eps_t`` proportional to ``a_{T,t}**(1/3)`` with the code's constants
+  ``a'_{T,t} = 2**(s_T - s_t) q_{t+1..T} (alpha_t / 2)(1 + alpha_t L)`` and
+  ``a'_{T,0} = 2**s_T q_{1..T}``, computed in log space, and ``T*`` minimising
+  the bound (4.6) over ``1 <= T' <= T`` (Rem. 4.1).
+* Per-step Laplace parameters from (3.3): a step with amplified cost ``eps_t``
+  on a batch of ``m`` of ``n`` rows runs the Laplace mechanism at
+  ``eps0_t = ln(1 + (e**eps_t - 1) n / m)`` on the batch mean (sensitivity
+  ``S_1 / m``), which is exact inversion, so the amplified costs sum to
+  ``epsilon`` (spec P4).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import logsumexp
+
+__all__ = ["Schedule", "step_schedule", "uniform_split", "opt_split", "base_epsilon", "SOLVERS"]
+
+SOLVERS = ("gd", "hb", "nag", "nag-opt", "masg", "masg-opt")
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Per-step step sizes, momentums, stage indices and restart flags (length T)."""
+
+    alphas: np.ndarray
+    betas: np.ndarray
+    stages: np.ndarray
+    restarts: np.ndarray
+
+    def head(self, t: int) -> Schedule:
+        return Schedule(self.alphas[:t], self.betas[:t], self.stages[:t], self.restarts[:t])
+
+
+def _momentum(alpha: np.ndarray | float, mu: float) -> np.ndarray:
+    s = np.sqrt(mu * np.asarray(alpha, dtype=float))
+    return (1.0 - s) / (1.0 + s)
+
+
+def masg_stages(horizon: int, kappa: float, p: int = 1) -> np.ndarray:
+    """Stage index (1-based) of each of ``horizon`` iterations (DP-MASG, (4.7))."""
+    rk = math.sqrt(kappa)
+    n1 = 1 if kappa <= 1.0 else math.ceil(2.0 * rk * math.log(rk))
+    n1 = max(1, min(horizon, n1))
+    c = max(1, math.ceil(rk * math.log(2.0 ** (p + 2))))
+    stages = np.empty(horizon, dtype=np.int64)
+    stages[:n1] = 1
+    t, k = n1, 2
+    while t < horizon:
+        length = (2**k) * c
+        stages[t:t + length] = k
+        t += length
+        k += 1
+    return stages
+
+
+def step_schedule(solver: str, horizon: int, step_scale: float, smoothness: float, mu: float,
+                  p: int = 1) -> Schedule:
+    """The step sizes and momentums of ``solver`` over ``horizon`` steps."""
+    base = step_scale / smoothness
+    restarts = np.zeros(horizon, dtype=bool)
+    if solver in ("masg", "masg-opt"):
+        stages = masg_stages(horizon, smoothness / mu, p)
+        alphas = np.where(stages == 1, base, base / 4.0 ** stages.astype(float))
+        betas = _momentum(alphas, mu)
+        restarts[1:] = stages[1:] != stages[:-1]
+        return Schedule(alphas, betas, stages, restarts)
+    stages = np.ones(horizon, dtype=np.int64)
+    alphas = np.full(horizon, base)
+    betas = np.zeros(horizon) if solver == "gd" else _momentum(alphas, mu)
+    return Schedule(alphas, betas, stages, restarts)
+
+
+def uniform_split(epsilon: float, horizon: int) -> np.ndarray:
+    """``eps_t = eps / T`` for every step."""
+    return np.full(horizon, epsilon / horizon)
+
+
+def _log_coefficients(sched: Schedule, tau: int, mu: float, smoothness: float) -> tuple[np.ndarray, float]:
+    """``log a'_{tau,t}`` for t = 1..tau and ``log a'_{tau,0}`` (code constants, spec 2.4)."""
+    a = sched.alphas[:tau]
+    s = sched.stages[:tau]
+    lq = np.log1p(-np.sqrt(mu * a))
+    # suffix[t] = sum_{i=t+1}^{tau} lq[i]
+    suffix = np.concatenate((np.cumsum(lq[::-1])[::-1][1:], [0.0]))
+    la = suffix + np.log(a / 2.0 * (1.0 + a * smoothness)) + (s[-1] - s) * math.log(2.0)
+    la0 = float(s[-1] * math.log(2.0) + lq.sum())
+    return la, la0
+
+
+def log_noise_bound(sched: Schedule, tau: int, *, mu: float, smoothness: float, sensitivity: float,
+                    n: int, dim: int, epsilon: float, initial_gap: float) -> float:
+    """``log B(tau)`` of (4.6): ``a_{tau,0} E_0 + (d S_1^2 / (n eps)^2) (sum_j a_{tau,j}^{1/3})^3``."""
+    la, la0 = _log_coefficients(sched, tau, mu, smoothness)
+    noise = 3.0 * logsumexp(la / 3.0) + 2.0 * math.log(sensitivity / (n * epsilon)) + math.log(dim)
+    return float(np.logaddexp(noise, math.log(initial_gap) + la0))
+
+
+def _profile(sched: Schedule, mu: float, smoothness: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Decompose ``log a'_{tau,t} = A_tau + B_t`` for all ``t <= tau`` at once (O(T)).
+
+    With ``P_k = sum_{i<=k} lq_i``: ``A_tau = P_tau + s_tau ln 2`` and
+    ``B_t = log((alpha_t/2)(1 + alpha_t L)) - P_t - s_t ln 2``; also returns ``log a'_{tau,0}``.
+    """
+    a = sched.alphas
+    s = sched.stages.astype(float)
+    lq = np.log1p(-np.sqrt(mu * a))
+    P = np.cumsum(lq)
+    A = P + s * math.log(2.0)
+    B = np.log(a / 2.0 * (1.0 + a * smoothness)) - P - s * math.log(2.0)
+    return A, B, s * math.log(2.0) + P
+
+
+def opt_split(sched: Schedule, *, epsilon: float, mu: float, smoothness: float, sensitivity: float,
+              n: int, dim: int, initial_gap: float, select_horizon: bool = True) -> tuple[int, np.ndarray]:
+    """``(T*, eps_t)`` of DP-NAG-opt / DP-MASG-opt (Prop. 4.2, Rem. 4.1/4.2, Thm 4.3).
+
+    ``T*`` minimises the bound (4.6) (with ``n``, i.e. the full-batch bound, also
+    for mini-batches, as the authors do) over ``1 <= T' <= T`` (and below the
+    cap of :func:`_max_useful_horizon`), and ``eps_t`` is proportional to
+    ``a_{T*,t}**(1/3)``; the returned ``eps_t`` sum to ``epsilon``.
+    """
+    horizon = _max_useful_horizon(sched, mu, smoothness)
+    if select_horizon:
+        A, B, la0 = _profile(sched.head(horizon), mu, smoothness)
+        lse = A / 3.0 + np.logaddexp.accumulate(B / 3.0)  # LSE_{t<=tau} log a'_{tau,t} / 3
+        noise = 3.0 * lse + 2.0 * math.log(sensitivity / (n * epsilon)) + math.log(dim)
+        scores = np.logaddexp(noise, math.log(initial_gap) + la0)
+        t_star = int(np.argmin(scores)) + 1
+    else:
+        t_star = horizon
+    la, _ = _log_coefficients(sched, t_star, mu, smoothness)
+    w = np.exp(la / 3.0 - logsumexp(la / 3.0))
+    return t_star, epsilon * w / math.fsum(w)
+
+
+#: Smallest share of the budget a step of an opt split may get, relative to the largest share.
+MIN_RELATIVE_SHARE = 2.0**-40
+
+
+def _max_useful_horizon(sched: Schedule, mu: float, smoothness: float) -> int:
+    """Largest ``tau`` whose optimal split gives every step at least ``MIN_RELATIVE_SHARE`` of the largest share.
+
+    On well-conditioned problems ``a_{tau,1} / a_{tau,tau}`` decays geometrically, and a long horizon
+    would give the first steps a vanishing budget (noise more than 10**12 times the signal, and
+    beyond what the exact grid sampler can represent). Such steps are useless; the horizon is capped
+    instead (a deviation from the paper, which has no such cap). Public constants only.
+    """
+    _, B, _ = _profile(sched, mu, smoothness)
+    spread = (np.maximum.accumulate(B) - np.minimum.accumulate(B)) / 3.0  # A_tau cancels in the ratio
+    ok = np.nonzero(spread <= -math.log(MIN_RELATIVE_SHARE))[0]
+    return int(ok[-1]) + 1
+
+
+def base_epsilon(step_epsilon: float, n: int, m: int) -> float:
+    """Epsilon of the Laplace mechanism on the batch mean whose amplified cost is ``step_epsilon`` ((3.3) inverted)."""
+    if m == n:
+        return step_epsilon
+    return math.log1p(math.expm1(step_epsilon) * n / m)

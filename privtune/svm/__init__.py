@@ -1,0 +1,14 @@
+"""Differentially private support vector machines with scikit-learn's interface.
+
+* :class:`DPLinearSVC`: linear SVM with a smoothed hinge loss, pure epsilon-DP.
+* :class:`DPSVC`: RBF-kernel SVM through random Fourier features drawn from
+  public randomness, so that ``C`` and ``gamma`` can be tuned on private data.
+
+Both are trained with the accelerated methods of Kuru et al. (2022)
+(:mod:`privtune.optim.accelerated`).
+"""
+
+from privtune.svm._linear import DPLinearSVC
+from privtune.svm._rbf import DPSVC
+
+__all__ = ["DPLinearSVC", "DPSVC"]

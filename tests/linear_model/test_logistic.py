@@ -1,0 +1,147 @@
+"""Tests of privtune.linear_model.DPLogisticRegression (and the shared margin-classifier base)."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
+
+from privtune.accounting import Accountant, Budget
+from privtune.exceptions import BudgetExceededError, InvalidParameterError
+from privtune.linear_model import DPLogisticRegression
+from privtune.optim._losses import clip_rows
+
+
+def _blobs(seed: int, n: int = 3000, d: int = 3):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, size=n)
+    X = rng.normal(size=(n, d)) * 0.15 + np.where(y[:, None] == 1, 0.2, -0.2) / math.sqrt(d)
+    return X, y
+
+
+def test_fit_charges_its_own_accountant_and_exposes_the_budget():
+    X, y = _blobs(0)
+    clf = DPLogisticRegression(epsilon=0.8, random_state=0).fit(X, y)
+    assert clf.privacy_spent_ == Budget(0.8, 0.0) or math.isclose(clf.privacy_spent_.epsilon, 0.8, rel_tol=1e-12)
+    assert math.isclose(clf.accountant_.spent.epsilon, 0.8, rel_tol=1e-12)
+    assert len(clf.accountant_.entries) == 1 and clf.accountant_.entries[0].role == "training"
+    assert clf.coef_.shape == (1, 3) and clf.intercept_.shape == (1,) and clf.n_iter_ >= 1
+    assert clf.score(X, y) > 0.85  # well-separated blobs, n = 3000
+
+
+def test_fit_charges_a_given_accountant():
+    X, y = _blobs(1)
+    acc = Accountant(Budget(2.0, 0.0))
+    DPLogisticRegression(epsilon=0.5, solver="gd", max_iter=20, accountant=acc, random_state=0).fit(X, y)
+    DPLogisticRegression(epsilon=0.5, solver="hb", max_iter=20, accountant=acc, random_state=1).fit(X, y)
+    assert len(acc.entries) == 2 and math.isclose(acc.spent.epsilon, 1.0, rel_tol=1e-12)
+    assert acc.entries[0].phase == "DPLogisticRegression"
+
+
+def test_over_budget_accountant_refuses_with_nothing_spent_and_not_fitted():
+    X, y = _blobs(2)
+    acc = Accountant(Budget(0.3, 0.0))
+    clf = DPLogisticRegression(epsilon=0.5, accountant=acc, random_state=0)
+    with pytest.raises(BudgetExceededError):
+        clf.fit(X, y)
+    assert len(acc.entries) == 0 and not hasattr(clf, "coef_")
+
+
+def _nan(X, y):
+    X = X.copy()
+    X[3, 1] = np.nan
+    return X, y
+
+
+def _inf(X, y):
+    X = X.copy()
+    X[0, 0] = np.inf
+    return X, y
+
+
+@pytest.mark.parametrize(
+    ("mutate", "params", "match"),
+    [
+        (_nan, {}, "NaN"),
+        (_inf, {}, "infinity|inf"),
+        (lambda X, y: (X, np.where(np.arange(y.size) % 3 == 0, 2, y)), {}, "Only binary classification"),
+        (lambda X, y: (X, np.ones_like(y)), {}, "exactly two classes"),
+        (lambda X, y: (X, y[:-1]), {}, "inconsistent numbers of samples"),
+        (lambda X, y: (X, y.astype(float) + 0.5), {}, "Unknown label type"),
+        (lambda X, y: (X * 10, y), {"clip": "raise"}, "exceed the declared bound"),
+        (lambda X, y: (X, y), {"epsilon": 0.0}, r"'epsilon' parameter of DPLogisticRegression"),
+        (lambda X, y: (X, y), {"epsilon": -1}, r"'epsilon'"),
+        (lambda X, y: (X, y), {"C": 0}, r"'C'"),
+        (lambda X, y: (X, y), {"solver": "lbfgs"}, r"'solver'"),
+        (lambda X, y: (X, y), {"data_norm": -1.0}, r"'data_norm'"),
+        (lambda X, y: (X, y), {"batch_size": 10**6}, r"'batch_size'.*at most n_samples"),
+        (lambda X, y: (X, y), {"clip": "no"}, r"'clip'"),
+        (lambda X, y: (X, y), {"classes": [0, 0]}, r"'classes'"),
+        (lambda X, y: (X, y), {"classes": ["a", "b"]}, r"outside the declared 'classes'"),
+        (lambda X, y: (X, y), {"accountant": object()}, r"'accountant'"),
+        (lambda X, y: (X, y), {"step_scale": 2.0}, r"'step_scale'"),
+    ],
+)
+def test_bad_input_refused_before_anything_is_spent(mutate, params, match):
+    X, y = _blobs(3, n=200)
+    X, y = mutate(X, y)
+    acc = Accountant(Budget(10.0, 0.0))
+    kw = dict(accountant=acc, max_iter=10, random_state=0)
+    kw.update(params)
+    with pytest.raises(InvalidParameterError, match=match):
+        DPLogisticRegression(**kw).fit(X, y)
+    assert len(acc.entries) == 0
+
+
+def test_declared_classes_allow_a_single_observed_class_and_string_labels():
+    X, y = _blobs(4, n=300)
+    labels = np.where(y == 1, "sick", "well")
+    clf = DPLogisticRegression(classes=["well", "sick"], random_state=0, max_iter=10).fit(X, labels)
+    assert list(clf.classes_) == ["sick", "well"]
+    assert set(clf.predict(X)) <= {"sick", "well"}
+    DPLogisticRegression(classes=["well", "sick"], random_state=0, max_iter=10).fit(X, np.full(300, "well"))
+
+
+def test_probabilities_and_decision_function_agree():
+    X, y = _blobs(5, n=500)
+    clf = DPLogisticRegression(random_state=0).fit(X, y)
+    p = clf.predict_proba(X)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    np.testing.assert_allclose(np.exp(clf.predict_log_proba(X)), p, rtol=1e-10)
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[(p[:, 1] > 0.5).astype(int)])
+
+
+def test_clone_pickle_and_reproducibility():
+    X, y = _blobs(6, n=500)
+    clf = DPLogisticRegression(epsilon=2.0, solver="masg-opt", batch_size=100, random_state=7).fit(X, y)
+    again = clone(clf).fit(X, y)
+    np.testing.assert_array_equal(clf.coef_, again.coef_)
+    restored = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(restored.decision_function(X), clf.decision_function(X))
+    assert restored.privacy_spent_ == clf.privacy_spent_
+
+
+def test_large_epsilon_approaches_sklearn_on_the_same_objective():
+    """epsilon = 1e5 leaves almost no noise: the estimator's objective (mean loss + ||w||^2/(2Cn) with the
+    intercept as a regularised constant feature) matches sklearn's LogisticRegression on clipped,
+    augmented data."""
+    X, y = _blobs(7, n=2000)
+    C = 0.05
+    clf = DPLogisticRegression(epsilon=1e5, C=C, solver="nag", max_iter=3000, random_state=0).fit(X, y)
+    Xc = np.hstack((clip_rows(X, 1.0, 1.0, mode="rows", owner="t"), np.ones((X.shape[0], 1))))
+    ref = LogisticRegression(C=C, fit_intercept=False, tol=1e-12, max_iter=10_000).fit(Xc, y)
+    np.testing.assert_allclose(clf.coef_[0], ref.coef_[0][:-1], atol=5e-3)
+    np.testing.assert_allclose(clf.intercept_[0], ref.coef_[0][-1], atol=5e-3)
+
+
+def test_intercept_enters_the_declared_bounds():
+    X, y = _blobs(8, n=400)
+    with_b = DPLogisticRegression(data_norm=2.0, intercept_scaling=0.5, random_state=0, max_iter=5).fit(X, y)
+    no_b = DPLogisticRegression(data_norm=2.0, fit_intercept=False, random_state=0, max_iter=5).fit(X, y)
+    assert with_b.optimize_result_.sensitivity == pytest.approx(2 * 2.5)
+    assert no_b.optimize_result_.sensitivity == pytest.approx(2 * 2.0)
+    assert no_b.intercept_[0] == 0.0
