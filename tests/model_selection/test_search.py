@@ -259,3 +259,34 @@ def test_dask_backend_gives_the_same_results(data):
         remote = PrivateSearchCV(SVC(random_state=0), SPACE, **kw).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
     assert remote.best_params_ == local.best_params_ and remote.best_score_ == local.best_score_
     assert json.dumps(remote.report_["ledger"]) == json.dumps(local.report_["ledger"])
+
+
+def test_training_sensitive_search_with_a_dp_estimator(data):
+    from privtune.linear_model import DPLogisticRegression
+
+    X_tr, y_tr, X_val, y_val = data
+    X_tr = X_tr / np.abs(X_tr).sum(1, keepdims=True)  # rows inside the declared L1 bound (data_norm=1)
+    X_val = X_val / np.abs(X_val).sum(1, keepdims=True)
+    s = PrivateSearchCV(
+        DPLogisticRegression(epsilon=0.2, classes=[0, 1]),
+        {"C": Real(0.1, 100, log=True)},
+        sensitive="both",
+        epsilon=1.0,
+        n_iter=3,
+        n_candidates=16,
+        random_state=0,
+    ).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    spent = s.privacy_spent_
+    assert spent["training"].epsilon == pytest.approx(0.8)  # 3 fits + the refit, each 0.2
+    assert spent["validation"].epsilon == pytest.approx(1.0)
+    assert spent["overall"] == Budget(max(spent["training"].epsilon, spent["validation"].epsilon), 0.0)
+    assert any(e.phase.startswith("training") or e.role in (None, "training") for e in s.training_accountant_.entries)
+    with pytest.raises(BudgetExceededError):  # 4 fits at 0.5 cannot fit a training budget of 1: refused up front
+        PrivateSearchCV(
+            DPLogisticRegression(epsilon=0.5),
+            {"C": Real(0.1, 100, log=True)},
+            sensitive="both",
+            epsilon=1.0,
+            n_iter=3,
+            n_candidates=16,
+        ).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
