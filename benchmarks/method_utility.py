@@ -1,7 +1,7 @@
 """Which release method should be PrivateSearchCV's default? Utility of each, side by side.
 
 Task: tune an RBF SVC's C and gamma on breast cancer (standardised), with a sensitive validation split
-(30 % of the training rows, m = 119) and a held-out test set; 64 Sobol candidates, n_iter = 20.
+(30 % of the training rows, m = 120) and a held-out test set; 64 Sobol candidates, n_iter = 20.
 For each method and epsilon, over 10 seeds: the test accuracy of the refit model, the released score's
 absolute error against the true validation accuracy of the released parameters, and the run time.
 Non-private GridSearch on the same candidates (selected on the same validation split) is the ceiling.
