@@ -6,7 +6,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from privtune.accounting import Accountant, Budget, PrivacyEvent
-from privtune.bo._common import ChargedObjective, charge_plan, check_objective
+from privtune.bo._common import ROLE, ChargedObjective, check_objective
+from privtune.bo.journal import Journal
 from privtune.bo.release import IterationRecord, Release
 from privtune.exceptions import InvalidParameterError
 from privtune.space import CandidateSet
@@ -68,6 +69,7 @@ class ReleaseMethod:
         public_observations: Sequence[tuple[int, Any, float]] = (),
         callback: Callback | None = None,
         mapper: Callable[..., list[Any]] | None = None,
+        journal: Journal | None = None,
     ) -> Release:
         """Run the private search and return its :class:`~privtune.bo.Release`.
 
@@ -97,6 +99,10 @@ class ReleaseMethod:
             stage of ``lipschitz``), e.g. a joblib parallel map. Results must come
             back in order; the noise is drawn afterwards, so they do not depend
             on the mapper.
+        journal : Journal or None
+            Where charges and releases are journaled; a storage-backed journal
+            (:mod:`privtune.storage`) makes the search resumable after a crash
+            without re-spending. ``None`` is a fresh in-memory search.
 
         Raises
         ------
@@ -114,10 +120,25 @@ class ReleaseMethod:
             raise InvalidParameterError("The 'accountant' parameter must be a privtune Accountant or None.")
         source = check_random_state(random_state, owner=type(self).__name__)
         f = ChargedObjective(objective, candidates, *self.score_bounds, mapper=mapper)
-        return self._search(f, candidates, accountant, source, tuple(public_observations), callback)
+        journal = Journal() if journal is None else journal
+        if not isinstance(journal, Journal):
+            raise InvalidParameterError("The 'journal' parameter must be a privtune.bo.journal.Journal or None.")
+        stored = journal.get("release")
+        if stored is not None:  # a completed study: return its release, spend and evaluate nothing
+            return Release.from_dict(stored)
+        self._journal = journal
+        try:
+            release = self._search(f, candidates, accountant, source, tuple(public_observations), callback)
+        finally:
+            self._journal = None
+        journal.put("release", release.to_dict())
+        return release
 
     def _charge(self, accountant: Accountant, plan: list[tuple[PrivacyEvent, str]]) -> None:
-        charge_plan(accountant, plan)
+        """Check the whole (unpaid) plan, then charge every event up front, before any access."""
+        self._journal.open_plan(accountant, plan)
+        for event, phase in plan:
+            self._journal.charge(accountant, event, phase, ROLE)
 
     @staticmethod
     def _record(callback: Callback | None, record: IterationRecord) -> bool:

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from privtune.accounting import Accountant, Budget, ComposedEvent, PrivacyEvent
+from privtune.accounting import Budget
 from privtune.exceptions import InvalidParameterError, PrivtuneError
 from privtune.utils._validation import check_real
 
-__all__ = ["ChargedObjective", "split_budget", "charge_plan", "check_objective", "best_case_selection"]
+__all__ = ["ChargedObjective", "split_budget", "check_objective", "best_case_selection"]
 
 ROLE = "validation"
 
@@ -87,13 +87,6 @@ def split_budget(epsilon: float, delta: float, share: float, owner: str) -> tupl
     first = Budget(epsilon * s, delta * s)
     second = Budget(epsilon * (1.0 - s), delta * (1.0 - s))
     return first, second
-
-
-def charge_plan(accountant: Accountant, events: Sequence[tuple[PrivacyEvent, str]]) -> None:
-    """Check the whole plan against the budget, then charge every (event, phase) before any access."""
-    accountant.check(ComposedEvent(events=tuple(e for e, _ in events)))
-    for event, phase in events:
-        accountant.spend(event, phase=phase, role=ROLE)
 
 
 def best_case_selection(weight: float, gap: float, n: int) -> dict[str, float]:

@@ -34,6 +34,7 @@ from privtune.bo._base import Callback
 from privtune.bo._common import ROLE, ChargedObjective
 from privtune.bo._gp_method import GPMethod
 from privtune.bo.release import IterationRecord, Release
+from privtune.exceptions import LedgerError
 from privtune.gp import MultiTaskKernel
 from privtune.mechanisms import Gaussian, calibrate_analytic_gaussian
 from privtune.space import CandidateSet
@@ -110,7 +111,8 @@ class NoisyUCB(GPMethod):
     def _search(self, f: ChargedObjective, candidates: CandidateSet, accountant: Accountant, source: RandomSource,
                 public_observations: Sequence[Any], callback: Callback | None) -> Release:
         plan = self.plan(candidates)
-        reservation = accountant.reserve(e for e, _ in plan)  # the whole plan is checked before any access
+        journal = self._journal
+        journal.open_plan(accountant, plan)  # the whole (unpaid) plan is checked before any access
         nm_obs, nm_final = self.noise_multipliers()
         obs_mech = Gaussian.from_noise_multiplier(nm_obs, sensitivity=self.score_sensitivity, random_state=source)
         noise_var = (obs_mech.sigma / self.half_range) ** 2 + self.model_noise_std**2
@@ -121,21 +123,30 @@ class NoisyUCB(GPMethod):
         for t in range(1, self.n_iter + 1):
             i = engine.ask()
             event = plan[t - 1][0]
-            accountant.spend(event, phase="observations", role=ROLE, reservation=reservation)
+            journal.charge(accountant, event, "observations", ROLE)
             charged.append(event)
-            f.pay(1)
-            v = f(i)
-            raw[i] = v
-            noisy = obs_mech.randomise(v)
+            stored = journal.get(f"observation:{t}")
+            if stored is not None:  # a resumed study: this observation was already released
+                if stored["index"] != i:
+                    raise LedgerError("The stored observations do not match this search (candidate set or kernel "
+                                      "changed since the study started).")
+                noisy = float(stored["released_score"])
+            else:
+                f.pay(1)
+                v = f(i)
+                raw[i] = v
+                noisy = float(obs_mech.randomise(v))
+                journal.put(f"observation:{t}", {"index": i, "released_score": noisy})
             engine.tell(i, noisy)
-            rec = IterationRecord(iteration=t, params=candidates[i], released_score=float(noisy),
+            rec = IterationRecord(iteration=t, params=candidates[i], released_score=noisy,
                                   noise_std=obs_mech.sigma, epsilon_spent=self._spent(accountant))
             history.append(rec)
-            if self._record(callback, rec):
+            if journal.get(f"stopped:{t}") or self._record(callback, rec):
+                journal.put(f"stopped:{t}", True)
                 break
         index = int(engine.mean().argmax())  # post-processing of released observations
         final_event = plan[-1][0]
-        accountant.spend(final_event, phase="score_release", role=ROLE, reservation=reservation)
+        journal.charge(accountant, final_event, "score_release", ROLE)
         charged.append(final_event)
         if index in raw:
             v = raw[index]

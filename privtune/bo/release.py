@@ -69,6 +69,12 @@ class IterationRecord:
         if self.params is not None:
             object.__setattr__(self, "params", _freeze(self.params))
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> IterationRecord:
+        """Inverse of :meth:`to_dict`."""
+        return cls(iteration=d["iteration"], params=d["params"], released_score=d["released_score"],
+                   noise_std=d["noise_std"], epsilon_spent=d["epsilon_spent"])
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form."""
         return {"iteration": self.iteration, "params": None if self.params is None else dict(self.params),
@@ -141,6 +147,28 @@ class Release:
     def seed_policy(self) -> str:
         """``"seeded (reproducible, not for release)"`` or ``"secure"``."""
         return "seeded (reproducible, not for release)" if self.seeded else "secure"
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Release:
+        """Inverse of :meth:`to_dict` (used to restore a completed search from study storage)."""
+        from privtune.accounting.events import event_from_dict
+
+        def num(v: Any) -> Any:
+            return float(v) if isinstance(v, str) and v in ("inf", "-inf", "nan") else v
+
+        def clean(v: Any) -> Any:
+            if isinstance(v, dict):
+                return {k: clean(x) for k, x in v.items()}
+            if isinstance(v, list):
+                return [clean(x) for x in v]
+            return num(v)
+
+        return cls(method=d["method"], params=d["params"], index=d["index"], score=num(d["score"]),
+                   events=tuple(event_from_dict(e) for e in d["events"]), spent=Budget.from_dict(d["spent"]),
+                   guarantee=d["guarantee"], noise=clean(d["noise"]), utility_bounds=clean(d["utility_bounds"]),
+                   diagnostics=clean(d["diagnostics"]),
+                   history=tuple(IterationRecord.from_dict(h) for h in d["history"]), n_iter=d["n_iter"],
+                   seeded=d["seed_policy"] != "secure")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form (no raw private value is held, so nothing is dropped)."""

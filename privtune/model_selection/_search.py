@@ -132,8 +132,17 @@ class PrivateSearchCV(BaseSearchCV):
         Extra parameters of the release method (e.g. ``kernel``, ``noise_std``,
         ``selection_share``, ``observation_share``, ``selection``, ``A``, ``tau``).
     accountant : Accountant or None, default=None
-        Validation-role accountant to charge (e.g. one with a SQLite ledger);
-        ``None`` creates one with budget ``(epsilon, delta)``.
+        Validation-role accountant to charge; ``None`` creates one with budget
+        ``(epsilon, delta)``. Not combinable with ``storage``.
+    storage : str, os.PathLike or None, default=None
+        A SQLite file (or ``"sqlite:///path"``) holding the study: its public
+        configuration, the privacy ledger (every charge committed before its data
+        access), the released values and the report. Fitting again with the same
+        ``storage`` and ``study_name`` **resumes** the study after a crash: past
+        charges count, are never repeated, and released observations are reused;
+        a completed study is loaded without spending anything.
+    study_name : str or None, default=None
+        The study's name in ``storage`` (default ``"default"``).
     error_score : "lower" or "raise", default="lower"
         A candidate whose fit or scoring fails counts as the lower score bound
         (no detail of the failure is kept: it may depend on the data), or re-raise.
@@ -226,6 +235,8 @@ class PrivateSearchCV(BaseSearchCV):
         refit: bool = True,
         method_params: Mapping[str, Any] | None = None,
         accountant: Accountant | None = None,
+        storage: Any = None,
+        study_name: str | None = None,
         error_score: Any = "lower",
         n_jobs: int | None = None,
         random_state: Any = None,
@@ -249,6 +260,8 @@ class PrivateSearchCV(BaseSearchCV):
         self.refit = refit
         self.method_params = method_params
         self.accountant = accountant
+        self.storage = storage
+        self.study_name = study_name
         self.error_score = error_score
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -291,6 +304,18 @@ class PrivateSearchCV(BaseSearchCV):
                 f"The 'error_score' parameter of {owner} must be 'lower' or 'raise'. Got {self.error_score!r}.")
         if self.accountant is not None and not isinstance(self.accountant, Accountant):
             raise InvalidParameterError(f"The 'accountant' parameter of {owner} must be a privtune Accountant.")
+        if self.storage is not None:
+            if self.accountant is not None:
+                raise InvalidParameterError(
+                    f"Pass either 'accountant' or 'storage' to {owner}, not both: with storage, the study's ledger is "
+                    "the accountant's.")
+            if self.sensitive != "validation":
+                raise InvalidParameterError(
+                    f"Resumable storage supports sensitive='validation' only: the DP estimators charge their training "
+                    f"accountant directly, so a resumed training-sensitive search could re-spend. Got "
+                    f"sensitive={self.sensitive!r}; run it without storage.")
+        if self.study_name is not None and (not isinstance(self.study_name, str) or not self.study_name):
+            raise InvalidParameterError(f"The 'study_name' parameter of {owner} must be a non-empty str or None.")
         if self.n_jobs is not None:
             check_integer(self.n_jobs, "n_jobs", owner=owner)
         if self.callbacks is not None and not all(callable(c) for c in self.callbacks):
@@ -403,7 +428,36 @@ class PrivateSearchCV(BaseSearchCV):
         self.score_sensitivity_ = scorer.sensitivity(m, n_classes)
         method = self._make_method(cfg, scorer, m, n_classes)
         budget = Budget(cfg["epsilon"], cfg["delta"])
-        accountant = self.accountant if self.accountant is not None else Accountant(budget)
+        study = journal = None
+        if self.storage is not None:
+            from privtune.storage import StudyStorage
+
+            study = StudyStorage(self.storage).open(self.study_name or "default",
+                                                    self._public_config(cfg, m, X_tr.shape, len(candidates)))
+            journal = study.journal()
+            accountant = Accountant(budget, ledger=study.ledger)
+        else:
+            accountant = self.accountant if self.accountant is not None else Accountant(budget)
+        try:
+            return self._fit_search(cfg, scorer, method, budget, accountant, journal, study, candidates, source,
+                                    X_tr, y_tr, X_v, y_v, m, fit_params)
+        finally:
+            if study is not None:
+                study.close()
+
+    def _public_config(self, cfg: dict[str, Any], m: int, train_shape: tuple[int, ...], n_cand: int) -> dict[str, Any]:
+        """What a study stores and compares on resume: public quantities only (no data, no hash of it)."""
+        seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else None
+        return {"estimator": repr(self.estimator), "search_space": {n: repr(d) for n, d in cfg["space"].items()},
+                "method": self.method, "method_params": repr(sorted((self.method_params or {}).items())),
+                "epsilon": cfg["epsilon"], "delta": cfg["delta"], "n_iter": cfg["n_iter"],
+                "n_candidates": n_cand, "scoring": cfg["scorer"].name, "score_bounds": list(cfg["scorer"].bounds),
+                "score_sensitivity": self.score_sensitivity_, "n_validation": m,
+                "n_train": int(train_shape[0]), "n_features": int(train_shape[1]) if len(train_shape) > 1 else 1,
+                "sensitive": self.sensitive, "seed": None if seed is None else int(seed)}
+
+    def _fit_search(self, cfg, scorer, method, budget, accountant, journal, study, candidates, source,  # noqa: PLR0913
+                    X_tr, y_tr, X_v, y_v, m, fit_params) -> PrivateSearchCV:
         train_acc = self._training_accountant(budget, cfg, method)
 
         estimator = self.estimator
@@ -435,7 +489,7 @@ class PrivateSearchCV(BaseSearchCV):
 
         mapper = self._mapper() if (self.n_jobs not in (None, 1)) else None
         release = method.run(objective, candidates, accountant=accountant, random_state=source,
-                             callback=callback, mapper=mapper)
+                             callback=callback, mapper=mapper, journal=journal)
         progress.close()
 
         self.candidates_ = candidates
@@ -465,6 +519,9 @@ class PrivateSearchCV(BaseSearchCV):
         self.ledger_ = tuple(accountant.entries) + (tuple(train_acc.entries) if train_acc is not None else ())
         self.privacy_spent_ = self._privacy_spent(accountant, train_acc)
         self.report_ = self._report(cfg, release, scorer, m, X_tr.shape[0])
+        if study is not None:
+            study.save_report(self.report_)
+            self.study_ = {"storage": study.storage.path, "study_name": study.name}
         _logger.info("private search done: method=%s, guarantee=%s, epsilon spent %.4g", method.name,
                      release.guarantee, self.privacy_spent_["overall"].epsilon)
         return self

@@ -1,0 +1,275 @@
+"""SQLite study storage: configuration, journaled releases, the privacy ledger and the report, in one file.
+
+A *study* is one private search with a name. Its rows live in a SQLite file
+(standard library ``sqlite3``), next to its privacy ledger
+(:class:`~privtune.accounting.SQLiteLedger`, same file):
+
+* ``privtune_studies`` -- the public configuration and its fingerprint, the
+  status (``running`` / ``complete``) and timestamps;
+* ``privtune_journal`` -- released values by key (noisy observations, the final
+  release), written durably before they are used further;
+* ``privtune_reports`` -- the tuning report (JSON);
+* ``privtune_locks`` -- the single writer of each study.
+
+Resuming. Opening an existing study with the same configuration continues it:
+its ledger is replayed into the accountant (past charges count against the
+budget), charges the search had already made are recognised and not made again,
+and released observations are reused. A completed study returns its release
+without evaluating or spending anything. A different configuration is refused.
+
+Concurrency. One writer per study: a second process (or a second handle in the
+same process) opening a study for writing gets :class:`StudyLockedError`. A lock
+left by a process that died (``SIGKILL``) on this host is detected (its pid is
+gone) and taken over. Every write is a committed transaction with
+``synchronous=FULL``.
+
+Nothing private is stored: no raw score, no statistic of sensitive rows, and no
+hash of the data (a hash of sensitive data would allow membership tests).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import time
+import uuid
+from typing import Any
+
+from privtune.accounting.ledger import SQLiteLedger
+from privtune.bo.journal import Journal
+from privtune.exceptions import InvalidParameterError, LedgerError, PrivtuneError
+
+__all__ = ["StudyStorage", "Study", "StudyJournal", "StudyLockedError"]
+
+_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS privtune_studies (
+        name TEXT PRIMARY KEY, config TEXT NOT NULL, fingerprint TEXT NOT NULL, status TEXT NOT NULL,
+        created REAL NOT NULL, updated REAL NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS privtune_journal (
+        study TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (study, key))""",
+    """CREATE TABLE IF NOT EXISTS privtune_reports (study TEXT PRIMARY KEY, report TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS privtune_locks (
+        study TEXT PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, token TEXT NOT NULL, acquired REAL NOT NULL)""",
+]
+
+
+class StudyLockedError(PrivtuneError, RuntimeError):
+    """The study is open for writing elsewhere (another process or handle)."""
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover - exists, owned by someone else
+        return True
+    return True
+
+
+def _path_from(storage: Any) -> str:
+    if isinstance(storage, os.PathLike):
+        return os.fspath(storage)
+    if isinstance(storage, str):
+        if storage.startswith("sqlite:///"):
+            return storage[len("sqlite:///"):]
+        if "://" in storage:
+            raise InvalidParameterError(
+                f"The 'storage' parameter must be a SQLite file path or a 'sqlite:///path' URL. Got {storage!r}.")
+        return storage
+    raise InvalidParameterError(
+        f"The 'storage' parameter must be a file path, a 'sqlite:///path' URL or a StudyStorage. Got {storage!r}.")
+
+
+class StudyStorage:
+    """A SQLite file holding studies.
+
+    Parameters
+    ----------
+    storage : str or os.PathLike
+        A file path or a ``"sqlite:///path"`` URL. The file is created if missing.
+    """
+
+    def __init__(self, storage: Any) -> None:
+        self.path = _path_from(storage)
+        self._conn = self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            for stmt in _SCHEMA:
+                conn.execute(stmt)
+        except sqlite3.Error as exc:
+            raise LedgerError(f"Cannot open the study storage {self.path!r}: {exc}") from exc
+        return conn
+
+    def study_names(self) -> list[str]:
+        """Names of the studies in this file."""
+        return [r[0] for r in self._conn.execute("SELECT name FROM privtune_studies ORDER BY created")]
+
+    def load_config(self, name: str) -> dict[str, Any] | None:
+        """The stored public configuration of a study, or None."""
+        row = self._conn.execute("SELECT config FROM privtune_studies WHERE name = ?", (name,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def load_report(self, name: str) -> dict[str, Any] | None:
+        """The stored report of a study, or None."""
+        row = self._conn.execute("SELECT report FROM privtune_reports WHERE study = ?", (name,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def status(self, name: str) -> str | None:
+        row = self._conn.execute("SELECT status FROM privtune_studies WHERE name = ?", (name,)).fetchone()
+        return None if row is None else row[0]
+
+    def open(self, name: str, config: dict[str, Any]) -> Study:
+        """Open (create or resume) a study for writing.
+
+        Raises
+        ------
+        InvalidParameterError
+            If the study exists with a different configuration (the differing keys are named).
+        StudyLockedError
+            If another live writer holds the study.
+        """
+        if not isinstance(name, str) or not name:
+            raise InvalidParameterError(f"The 'study_name' must be a non-empty str. Got {name!r}.")
+        fingerprint = json.dumps(config, sort_keys=True, default=repr)
+        conn = self._conn
+        token = uuid.uuid4().hex
+        now = time.time()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            row = conn.execute("SELECT pid, host, token FROM privtune_locks WHERE study = ?", (name,)).fetchone()
+            if row is not None:
+                pid, host, _ = row
+                stale = host == socket.gethostname() and pid != os.getpid() and not _pid_alive(pid)
+                if not stale:
+                    conn.execute("ROLLBACK")
+                    where = "this process" if pid == os.getpid() else f"process {pid} on {host}"
+                    raise StudyLockedError(
+                        f"Study {name!r} in {self.path!r} is already open for writing by {where}. Close it first "
+                        "(or wait for it to finish); two writers would corrupt the study's ledger.")
+                conn.execute("DELETE FROM privtune_locks WHERE study = ?", (name,))
+            existing = conn.execute("SELECT fingerprint FROM privtune_studies WHERE name = ?", (name,)).fetchone()
+            if existing is None:
+                conn.execute("INSERT INTO privtune_studies VALUES (?, ?, ?, 'running', ?, ?)",
+                             (name, fingerprint, fingerprint, now, now))
+            elif existing[0] != fingerprint:
+                conn.execute("ROLLBACK")
+                old = json.loads(existing[0])
+                diff = sorted(k for k in set(old) | set(config)
+                              if json.dumps(old.get(k), sort_keys=True, default=repr)
+                              != json.dumps(config.get(k), sort_keys=True, default=repr))
+                raise InvalidParameterError(
+                    f"Study {name!r} exists in {self.path!r} with a different configuration (differs in: "
+                    f"{', '.join(diff)}). Resume it with the original configuration, or use another study_name.")
+            conn.execute("INSERT INTO privtune_locks VALUES (?, ?, ?, ?, ?)",
+                         (name, os.getpid(), socket.gethostname(), token, now))
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            raise LedgerError(f"Cannot open study {name!r} in {self.path!r}: {exc}") from exc
+        return Study(self, name, token, config)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __repr__(self) -> str:
+        return f"StudyStorage({self.path!r})"
+
+
+class Study:
+    """One study open for writing (holds the writer lock until :meth:`close`)."""
+
+    def __init__(self, storage: StudyStorage, name: str, token: str, config: dict[str, Any]) -> None:
+        self.storage, self.name, self.config = storage, name, config
+        self._token = token
+        self._conn = storage._conn
+        self.ledger = SQLiteLedger(storage.path, study=name)
+        self.closed = False
+
+    @property
+    def status(self) -> str:
+        return self.storage.status(self.name) or "running"
+
+    def journal(self) -> StudyJournal:
+        """The journal a release method resumes from."""
+        return StudyJournal(self)
+
+    def _write(self, sql: str, args: tuple[Any, ...]) -> None:
+        if self.closed:
+            raise LedgerError(f"Study {self.name!r} is closed.")
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            lock = self._conn.execute("SELECT token FROM privtune_locks WHERE study = ?", (self.name,)).fetchone()
+            if lock is None or lock[0] != self._token:
+                self._conn.execute("ROLLBACK")
+                raise StudyLockedError(f"Study {self.name!r} lost its writer lock; stop and resume it.")
+            self._conn.execute(sql, args)
+            self._conn.execute("UPDATE privtune_studies SET updated = ? WHERE name = ?", (time.time(), self.name))
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            raise LedgerError(f"Cannot write to study {self.name!r}: {exc}") from exc
+
+    def get(self, key: str) -> Any:
+        row = self._conn.execute("SELECT value FROM privtune_journal WHERE study = ? AND key = ?",
+                                 (self.name, key)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def put(self, key: str, value: Any) -> None:
+        self._write("INSERT OR REPLACE INTO privtune_journal VALUES (?, ?, ?)",
+                    (self.name, key, json.dumps(value, sort_keys=True)))
+
+    def save_report(self, report: dict[str, Any]) -> None:
+        """Store the tuning report (JSON) and mark the study complete."""
+        self._write("INSERT OR REPLACE INTO privtune_reports VALUES (?, ?)",
+                    (self.name, json.dumps(report, sort_keys=True, default=repr)))
+        self._write("UPDATE privtune_studies SET status = 'complete' WHERE name = ?", (self.name,))
+
+    def close(self) -> None:
+        """Release the writer lock."""
+        if self.closed:
+            return
+        try:
+            self._conn.execute("DELETE FROM privtune_locks WHERE study = ? AND token = ?", (self.name, self._token))
+        except sqlite3.Error:  # pragma: no cover - best effort; a dead lock is taken over later
+            pass
+        self.ledger.close()
+        self.closed = True
+
+    def __enter__(self) -> Study:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Study({self.name!r}, path={self.storage.path!r}, status={self.status!r})"
+
+
+class StudyJournal(Journal):
+    """A :class:`~privtune.bo.journal.Journal` backed by a study: resumable after a crash."""
+
+    def __init__(self, study: Study) -> None:
+        super().__init__()
+        self.study = study
+
+    def paid_prefix(self, accountant: Any) -> list[Any]:
+        return [e for e in accountant.entries if e.role in (None, "validation")]
+
+    def get(self, key: str) -> Any:
+        return self.study.get(key)
+
+    def put(self, key: str, value: Any) -> None:
+        self.study.put(key, value)

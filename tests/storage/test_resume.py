@@ -1,0 +1,136 @@
+"""Study storage: a search killed at any point resumes without re-spending, exceeding or losing anything."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from killer import KillSVC
+from sklearn.datasets import load_breast_cancer
+from sklearn.preprocessing import StandardScaler
+
+from privtune import PrivateSearchCV
+from privtune.accounting import Accountant, Budget, SQLiteLedger
+from privtune.exceptions import InvalidParameterError, LedgerError
+from privtune.space import Real
+from privtune.storage import StudyLockedError, StudyStorage
+
+HERE = os.path.dirname(__file__)
+SPACE = {"C": Real(0.1, 100.0, log=True), "gamma": Real(1e-4, 1.0, log=True)}
+
+
+def _data():
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    return X[:350], y[:350], X[350:], y[350:]
+
+
+def _search(path, method, **kw):
+    return PrivateSearchCV(KillSVC(random_state=0), SPACE, method=method, epsilon=1.0, delta=1e-6, n_iter=6,
+                           n_candidates=16, storage=path, study_name="s", random_state=5, **kw)
+
+
+CHILD = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {here!r})
+    from test_resume import _data, _search
+    X_tr, y_tr, X_v, y_v = _data()
+    _search({path!r}, {method!r}).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    print("finished without being killed")
+""")
+
+
+def _run_child_killed_at(tmp_path, method, kill_at):
+    path = str(tmp_path / "study.sqlite")
+    env = dict(os.environ, PRIVTUNE_KILL_AT=str(kill_at), PRIVTUNE_KILL_COUNTER=str(tmp_path / "count"))
+    code = CHILD.format(here=HERE, path=path, method=method)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -9, proc.stdout + proc.stderr  # really killed by SIGKILL
+    return path
+
+
+@pytest.mark.parametrize("method,kill_at", [("noisy-ucb", 1), ("noisy-ucb", 4), ("noisy-ucb", 7),
+                                            ("random", 3), ("random", 7), ("gp-ucb", 2)])
+def test_killed_search_resumes_without_respending(tmp_path, method, kill_at):
+    path = _run_child_killed_at(tmp_path, method, kill_at)
+    before = list(SQLiteLedger(path, study="s").entries())
+    X_tr, y_tr, X_v, y_v = _data()
+    s = _search(path, method).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)  # resume in this process (no kill env)
+    ledger = list(s.accountant_.entries)
+    plan = list(s.release_.events)
+    # never re-spends: the ledger is exactly the plan, each charge once, and the pre-crash charges kept
+    assert [e.event for e in ledger] == [e for e in s.release_.events]
+    assert [e.event for e in ledger[: len(before)]] == [e.event for e in before]
+    assert len(ledger) == len(plan)
+    # never exceeds the budget
+    assert s.privacy_spent_["overall"].epsilon <= 1.0 * (1 + 1e-12) and s.privacy_spent_["overall"].delta <= 1e-6
+    assert StudyStorage(path).status("s") == "complete" and StudyStorage(path).load_report("s") is not None
+    if method == "noisy-ucb":  # completed observations are kept: the replayed trajectory starts with them
+        assert s.n_iter_ == 6 and len(s.release_.history) == 6
+
+
+def test_noisy_ucb_completed_observations_are_reused_not_reevaluated(tmp_path, monkeypatch):
+    path = _run_child_killed_at(tmp_path, "noisy-ucb", 5)  # killed during the 5th evaluation
+    stored = [StudyStorage(path)._conn.execute(
+        "SELECT value FROM privtune_journal WHERE study='s' AND key=?", (f"observation:{t}",)).fetchone()
+        for t in range(1, 7)]
+    assert [v is not None for v in stored] == [True] * 4 + [False] * 2  # 4 releases made it to disk
+    counter = tmp_path / "resume_count"
+    monkeypatch.setenv("PRIVTUNE_KILL_COUNTER", str(counter))
+    X_tr, y_tr, X_v, y_v = _data()
+    s = _search(path, "noisy-ucb").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    fits = int(counter.read_text())
+    assert fits <= 4  # observations 5 and 6, perhaps the final release, the refit -- not 7 fits from scratch
+    import json
+
+    for t, v in enumerate(stored[:4], start=1):  # the pre-crash releases are reused exactly
+        assert s.release_.history[t - 1].released_score == json.loads(v[0])["released_score"]
+    with pytest.raises(InvalidParameterError, match="different configuration"):
+        _search(path, "noisy-ucb", scoring="balanced_accuracy", min_class_size=20).fit(
+            X_tr, y_tr, X_val=X_v, y_val=y_v)
+
+
+def test_completed_study_is_loaded_without_spending_or_evaluating(tmp_path):
+    path = str(tmp_path / "done.sqlite")
+    X_tr, y_tr, X_v, y_v = _data()
+    a = _search(path, "random").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    n = len(a.accountant_.entries)
+    b = _search(path, "random").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert b.best_params_ == a.best_params_ and b.best_score_ == a.best_score_
+    assert len(b.accountant_.entries) == n and b.privacy_spent_ == a.privacy_spent_
+
+
+def test_two_writers_get_a_clear_error(tmp_path):
+    path = str(tmp_path / "locked.sqlite")
+    st = StudyStorage(path)
+    study = st.open("s", {"a": 1})
+    with pytest.raises(StudyLockedError, match="already open for writing"):
+        StudyStorage(path).open("s", {"a": 1})
+    code = f"from privtune.storage import StudyStorage; StudyStorage({path!r}).open('s', {{'a': 1}})"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "already open for writing" in proc.stderr
+    study.close()
+    StudyStorage(path).open("s", {"a": 1}).close()  # free again
+
+
+def test_stale_lock_of_a_killed_process_is_taken_over(tmp_path):
+    path = str(tmp_path / "stale.sqlite")
+    code = (f"import os, signal; from privtune.storage import StudyStorage; StudyStorage({path!r}).open('s', {{}}); "
+            "os.kill(os.getpid(), signal.SIGKILL)")
+    assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == -9
+    StudyStorage(path).open("s", {}).close()
+
+
+def test_storage_refuses_bad_combinations(tmp_path):
+    X_tr, y_tr, X_v, y_v = _data()
+    with pytest.raises(InvalidParameterError, match="either 'accountant' or 'storage'"):
+        _search(str(tmp_path / "x.sqlite"), "random", accountant=Accountant(Budget(1.0))).fit(
+            X_tr, y_tr, X_val=X_v, y_val=y_v)
+    with pytest.raises(InvalidParameterError, match="SQLite file path"):
+        _search("postgresql://host/db", "random").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    path = str(tmp_path / "plan.sqlite")
+    _search(path, "random").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    with pytest.raises(InvalidParameterError, match="differs in: epsilon"):
+        _search(path, "random").set_params(epsilon=2.0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert LedgerError  # imported for the error family
