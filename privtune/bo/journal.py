@@ -71,7 +71,8 @@ class Journal:
             If the unpaid part of the plan does not fit the budget.
         """
         paid = self.paid_prefix(accountant)
-        if len(paid) > len(plan) or any(e.event != ev or e.phase != ph for e, (ev, ph) in zip(paid, plan, strict=False)):
+        mismatch = any(e.event != ev or e.phase != ph for e, (ev, ph) in zip(paid, plan, strict=False))
+        if len(paid) > len(plan) or mismatch:
             raise LedgerError(
                 "The study's ledger does not match this search's plan: its configuration (budget split, "
                 "method, iterations or candidate set) changed since the study started. Nothing was spent; "

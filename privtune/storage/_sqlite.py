@@ -51,7 +51,8 @@ _SCHEMA = [
         study TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (study, key))""",
     """CREATE TABLE IF NOT EXISTS privtune_reports (study TEXT PRIMARY KEY, report TEXT NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS privtune_locks (
-        study TEXT PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, token TEXT NOT NULL, acquired REAL NOT NULL)""",
+        study TEXT PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, token TEXT NOT NULL,
+        acquired REAL NOT NULL)""",
 ]
 
 
