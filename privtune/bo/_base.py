@@ -53,6 +53,10 @@ class ReleaseMethod:
         """Every (event, phase) the search charges, from public inputs only."""
         raise NotImplementedError
 
+    def noise_scales(self, candidates: CandidateSet) -> dict[str, float]:
+        """Public noise scales of the releases, in score units (no data needed)."""
+        raise NotImplementedError
+
     def _search(self, f: ChargedObjective, candidates: CandidateSet, accountant: Accountant,
                 source: RandomSource, public_observations: Sequence[Any],
                 callback: Callback | None) -> Release:

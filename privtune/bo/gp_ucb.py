@@ -54,6 +54,9 @@ from privtune.utils._validation import check_real
 
 __all__ = ["GPUCB"]
 
+#: The exact grid samplers add a 2**-10 headroom to the textbook noise scale.
+GRID_HEADROOM_FACTOR = 1.0 + 2.0**-10
+
 
 class GPUCB(GPMethod):
     """Kusner et al. Algorithm 1 (noisy observations).
@@ -126,6 +129,14 @@ class GPUCB(GPMethod):
                                          task_correlation=self.task_correlation, noise_std=self.noise_std,
                                          gamma_T=g, epsilon=b.epsilon)
         return out
+
+    def noise_scales(self, candidates: CandidateSet) -> dict[str, float]:
+        c = self.constants(candidates)
+        sel = self.budgets[0]
+        lap = c["score"]["laplace_scale"] * self.half_range * GRID_HEADROOM_FACTOR
+        return {"score_laplace_scale": lap, "score_noise_std": math.sqrt(2) * lap,
+                "selection_em_weight_per_score_unit": sel.epsilon / (2 * c["selection"]["em_sensitivity"]
+                                                                     * self.half_range)}
 
     def plan(self, candidates: CandidateSet) -> list[tuple[PrivacyEvent, str]]:
         sel, sc = self.budgets

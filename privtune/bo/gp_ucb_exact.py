@@ -31,7 +31,7 @@ from privtune.accounting import Accountant, EpsilonDeltaEvent, PrivacyEvent, com
 from privtune.bo._base import Callback
 from privtune.bo._common import ChargedObjective, best_case_selection
 from privtune.bo.constants import beta_t, exact_score_utility_bound, kusner_exact_constants
-from privtune.bo.gp_ucb import GPUCB
+from privtune.bo.gp_ucb import GPUCB, GRID_HEADROOM_FACTOR
 from privtune.bo.release import Release
 from privtune.exceptions import InvalidParameterError
 from privtune.gp import MultiTaskKernel
@@ -91,6 +91,14 @@ class GPUCBExact(GPUCB):
         score = kusner_exact_constants(n_candidates=n, delta=sc.delta, task_correlation=self.task_correlation,
                                        A=self.A, tau=self.tau, n_dims=candidates.n_dims, epsilon=sc.epsilon)
         return {"selection": selection, "score": score}
+
+    def noise_scales(self, candidates: CandidateSet) -> dict[str, float]:
+        c = self.constants(candidates)
+        sel = self.budgets[0]
+        lap = c["score"]["laplace_scale"] * self.half_range * GRID_HEADROOM_FACTOR
+        return {"score_laplace_scale": lap, "score_noise_std": math.sqrt(2) * lap,
+                "selection_em_weight_per_score_unit": sel.epsilon / (2 * c["selection"]["em_sensitivity"]
+                                                                     * self.half_range)}
 
     def plan(self, candidates: CandidateSet) -> list[tuple[PrivacyEvent, str]]:
         sel, sc = self.budgets

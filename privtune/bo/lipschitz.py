@@ -141,6 +141,14 @@ class LipschitzRelease(GPMethod):
                 f"Every candidate {self.regularization!r} must lie in lambda_bounds=[{lo!r}, {hi!r}]; the candidate "
                 f"set spans [{vals.min()!r}, {vals.max()!r}].")
 
+    def noise_scales(self, candidates: CandidateSet) -> dict[str, float]:
+        c = self.constants()
+        lap = c["laplace_scale"] * (1.0 + 2.0**-10)
+        out = {"score_laplace_scale": lap, "score_noise_std": math.sqrt(2) * lap}
+        if self.select:
+            out["selection_em_weight_per_score_unit"] = self._budgets()[0] / (2 * c["per_lambda_sensitivity"])
+        return out
+
     def plan(self, candidates: CandidateSet) -> list[tuple[PrivacyEvent, str]]:
         eps_sel, eps_sc = self._budgets()
         out = []

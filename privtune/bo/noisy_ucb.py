@@ -102,6 +102,12 @@ class NoisyUCB(GPMethod):
         final = total / math.sqrt(1.0 - self.observation_share)
         return obs, final
 
+    def noise_scales(self, candidates: CandidateSet) -> dict[str, float]:
+        obs, final = self.noise_multipliers()
+        h = 1.0 + 2.0**-10
+        return {"observation_noise_std": obs * self.score_sensitivity * h,
+                "score_noise_std": final * self.score_sensitivity * h}
+
     def plan(self, candidates: CandidateSet) -> list[tuple[PrivacyEvent, str]]:
         obs, final = self.noise_multipliers()
         return ([(GaussianEvent(noise_multiplier=obs, label="noisy observation"), "observations")] * self.n_iter

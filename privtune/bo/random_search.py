@@ -123,6 +123,16 @@ class RandomSearch(ReleaseMethod):
         train = self.run_event.epsilon_delta()[0] if self.run_event is not None else 0.0
         return per_run - train
 
+    def noise_scales(self, candidates: CandidateSet) -> dict[str, float]:
+        h = 1.0 + 2.0**-10
+        if self.selection == "exponential":
+            eps_sel, eps_sc = (e.epsilon for e, _ in self.plan(candidates))
+            lap = self.score_sensitivity / eps_sc * h
+            return {"score_laplace_scale": lap, "score_noise_std": math.sqrt(2) * lap,
+                    "selection_em_weight_per_score_unit": eps_sel / (2 * self.score_sensitivity)}
+        lap = self.score_sensitivity / self.score_epsilon() * h
+        return {"score_laplace_scale": lap, "score_noise_std": math.sqrt(2) * lap}
+
     def plan(self, candidates: CandidateSet) -> list[tuple[PrivacyEvent, str]]:
         if self.selection == "exponential":
             sel, sc = split_budget(self.epsilon, 0.0, self.selection_share, type(self).__name__)

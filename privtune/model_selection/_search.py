@@ -13,7 +13,7 @@ from sklearn.base import clone
 from sklearn.model_selection._search import BaseSearchCV
 from sklearn.utils.validation import check_array, check_consistent_length
 
-from privtune.accounting import Accountant, Budget, EpsilonDeltaEvent, SelfComposedEvent
+from privtune.accounting import Accountant, Budget, ComposedEvent, EpsilonDeltaEvent, SelfComposedEvent
 from privtune.exceptions import InvalidParameterError
 from privtune.logging import get_logger
 from privtune.model_selection._scoring import BoundedScorer, make_bounded_scorer
@@ -332,6 +332,50 @@ class PrivateSearchCV(BaseSearchCV):
                                             score_sensitivity=self.score_sensitivity,
                                             min_class_size=self.min_class_size)
         return cfg
+
+    def privacy_plan(self, n_validation: int, n_classes: int = 2) -> dict[str, Any]:
+        """What this configuration will spend, and its noise in score units -- without any data.
+
+        Parameters
+        ----------
+        n_validation : int
+            The (public) size of the sensitive validation set.
+        n_classes : int, default=2
+            The (public) number of classes (balanced accuracy's sensitivity).
+
+        Returns
+        -------
+        dict
+            ``method``, ``guarantee``, ``phases`` (phase -> Budget), ``total`` (Budget),
+            ``score_sensitivity``, ``noise`` (score units), ``n_candidates``.
+
+        Raises
+        ------
+        InvalidParameterError, BudgetExceededError
+            As ``fit`` would, before any data access.
+        """
+        from privtune.accounting import compose_events
+
+        cfg = self._validate_params()
+        m = check_integer(n_validation, "n_validation", low=2, owner="PrivateSearchCV.privacy_plan")
+        scorer = cfg["scorer"]
+        source = check_random_state(self.random_state if isinstance(self.random_state, (int, np.integer)) else 0)
+        source.numpy_generator()  # the split stream, as in fit
+        candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=self.candidate_grid,
+                                   random_state=source.numpy_generator())
+        sensitivity = scorer.sensitivity(m, max(2, n_classes))
+        method = self._make_method(cfg, scorer, m, max(2, n_classes))
+        plan = method.plan(candidates)
+        phases: dict[str, list[Any]] = {}
+        for ev, ph in plan:
+            phases.setdefault(ph, []).append(ev)
+        delta = cfg["delta"]
+        total = compose_events([ev for ev, _ in plan], delta=delta)
+        Accountant(Budget(cfg["epsilon"], delta)).check(ComposedEvent(events=tuple(ev for ev, _ in plan)))
+        return {"method": method.name, "guarantee": method.guarantee,
+                "phases": {ph: compose_events(evs, delta=delta) for ph, evs in phases.items()},
+                "total": total, "score_sensitivity": sensitivity,
+                "noise": method.noise_scales(candidates), "n_candidates": len(candidates)}
 
     def _validate_data(self, X: Any, y: Any, X_val: Any, y_val: Any, validation_size: float,
                        rng: np.random.Generator) -> tuple[Any, Any, Any, Any]:
