@@ -1,21 +1,402 @@
 """The ``privtune`` command line.
 
-``privtune demo`` tunes an RBF SVM's ``C`` and ``gamma`` on scikit-learn's bundled breast-cancer data, with
-the validation split as the sensitive data, and prints the released parameters, the released score, the
-budget spent per phase and the guarantee label.
+Commands
+--------
+``privtune tune CONFIG.toml [--resume] [--quiet]``
+    Run a private search configured by a TOML file (see ``docs/cli.md``), store it
+    in a resumable SQLite study and write its report.
+``privtune budget CONFIG.toml [--json]``
+    What the configuration will spend per phase and in total, its guarantee label
+    and the noise of each release in score units -- without reading data values.
+``privtune report STUDY.sqlite [--study NAME] [--json F] [--markdown F] [--html F]``
+    Re-render the report of a stored study (or list the studies in the file).
+``privtune demo [--out DIR]``
+    Tune an RBF SVM's ``C`` and ``gamma`` on scikit-learn's bundled breast-cancer
+    data with the validation split as the sensitive data; store the study and
+    write its report.
+
+Exit status: 0 on success; 2 for an invalid command line, configuration, study
+or budget (nothing is spent); 130 when interrupted (a stored study can be
+resumed with ``--resume``).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
+import math
 import os
 import sys
 import time
-from collections.abc import Sequence
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 __all__ = ["main"]
 
+EXIT_OK = 0
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
 
+
+class CLIError(Exception):
+    """A usage error of the command line (exit status 2, nothing spent)."""
+
+
+# -- reports ------------------------------------------------------------------------------------------
+def _tuning_report_class() -> Any:
+    """:class:`privtune.report.TuningReport`, or None if that module is unavailable."""
+    try:
+        from privtune.report import TuningReport
+    except ImportError:  # pragma: no cover - the report package ships with privtune
+        return None
+    return TuningReport
+
+
+def _report_of_search(search: Any) -> Any:
+    """The report of a fitted search: a TuningReport, or its ``report_`` dict without the report package."""
+    cls = _tuning_report_class()
+    return cls.from_search(search) if cls is not None else dict(search.report_)
+
+
+def _write_report(report: Any, outputs: Mapping[str, Path]) -> dict[str, Path]:
+    """Write ``report`` (a TuningReport or a plain dict) in each requested format.
+
+    Parameters
+    ----------
+    report : TuningReport or dict
+    outputs : mapping of {"json", "markdown", "html": Path}
+
+    Returns
+    -------
+    dict of {str: Path}
+        The files written.
+    """
+    written: dict[str, Path] = {}
+    for fmt, path in outputs.items():
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(report, Mapping):  # no TuningReport available: JSON only
+            if fmt != "json":
+                raise CLIError(f"writing a {fmt} report needs privtune.report, which is not available")
+            text = json.dumps(report, sort_keys=True, indent=2, default=repr) + "\n"
+        elif fmt == "json":
+            text = report.to_json()
+        elif fmt == "markdown":
+            text = report.to_markdown()
+        else:
+            text = report.to_html()
+        path.write_text(text, encoding="utf-8")
+        written[fmt] = path
+    return written
+
+
+def _dimension_spec(text: str) -> dict[str, Any]:
+    """A stored dimension ``repr`` (``"Real(0.1, 10.0, log=True)"``) as the report's search-space entry."""
+    import ast
+
+    spec: dict[str, Any] = {"type": text.split("(", 1)[0], "repr": text}
+    try:
+        call = ast.parse(text, mode="eval").body
+        if isinstance(call, ast.Call):
+            args = [ast.literal_eval(a) for a in call.args]
+            kw = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+            if spec["type"] == "Categorical":
+                spec["choices"] = list(args[0]) if args else list(kw.get("choices", []))
+            else:
+                spec.update(low=args[0], high=args[1], log=bool(kw.get("log", args[2] if len(args) > 2 else False)))
+    except (SyntaxError, ValueError, IndexError, TypeError):
+        pass  # an unusual repr: keep the type and the text
+    return spec
+
+
+def _report_from_study(stored: Mapping[str, Any], config: Mapping[str, Any] | None) -> Any:
+    """Rebuild a TuningReport from what a study stores (``PrivateSearchCV.report_`` and its public config).
+
+    The study stores the search's ``report_`` dict, not the candidate points; the
+    rebuilt report has every other section (configuration, budget per phase,
+    ledger, release, history, guarantee, seed policy) and an empty list of
+    candidate points. Without the report package, the stored dict is returned.
+    """
+    cls = _tuning_report_class()
+    if cls is None:  # pragma: no cover
+        return dict(stored)
+    from privtune.report import GUARANTEE_STATEMENTS, SCHEMA_VERSION
+    from privtune.report._canonical import environment
+
+    conf = dict(stored["configuration"])
+    rel = dict(stored["release"])
+    config = dict(config or {})
+    space = {n: _dimension_spec(r) for n, r in conf.get("search_space", {}).items()}
+    seeded = rel.get("seed_policy", "secure") != "secure"
+    seed = config.get("seed") if seeded else None
+    lo, hi = conf["score_bounds"]
+    score = rel.get("score")
+    best = None if not isinstance(score, (int, float)) else float(min(hi, max(lo, score)))
+    d = {
+        "schema_version": SCHEMA_VERSION,
+        "environment": environment(),
+        "estimator": {"class": config.get("estimator", conf["estimator"]), "name": conf["estimator"],
+                      "params": dict(conf.get("estimator_params", {}))},
+        "method": rel["method"],
+        "configuration": {k: conf[k] for k in ("epsilon", "delta", "n_iter", "scoring", "score_bounds",
+                                               "score_sensitivity", "sensitive", "relation", "n_validation",
+                                               "n_train")}
+        | {"method_params": {"stored": config["method_params"]} if config.get("method_params", "[]") != "[]"
+           else {}},
+        "search_space": space,
+        "candidates": {"n_candidates": conf["n_candidates"], "n_duplicates": 0, "seed": seed,
+                       "names": list(space), "points": [], "points_truncated": True,
+                       "selected_index": rel.get("index"),
+                       "source": "re-rendered from study storage, which does not keep the candidate points"},
+        "guarantee": {"label": stored["guarantee"], "statement": GUARANTEE_STATEMENTS.get(stored["guarantee"], "")},
+        "budget": {"total": {"epsilon": conf["epsilon"], "delta": conf["delta"]},
+                   "spent": stored["privacy_spent"], "by_phase": stored["spent_by_phase"]},
+        "ledger": stored["ledger"],
+        "release": {"params": rel["params"], "index": rel.get("index"), "score": score, "best_score": best,
+                    "noise": rel.get("noise", {}), "utility_bounds": rel.get("utility_bounds", {}),
+                    "diagnostics": rel.get("diagnostics", {}), "n_iter": rel.get("n_iter"),
+                    "spent": rel.get("spent"),
+                    "trajectory_releasable": any(h.get("params") is not None for h in rel.get("history", []))},
+        "history": rel.get("history", []),
+        "seed_policy": {"label": rel.get("seed_policy", "secure"), "seeded": seeded, "random_state": seed},
+        "timings": {},
+    }
+    return cls.from_dict(d)
+
+
+# -- formatting ---------------------------------------------------------------------------------------
+def _fmt_params(params: Mapping[str, Any] | None) -> str:
+    if params is None:
+        return "(none released)"
+    return ", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v!r}" for k, v in params.items())
+
+
+def _budget_lines(phases: Mapping[str, Any], total: Any, indent: str = "    ") -> list[str]:
+    lines = [f"{indent}{ph:<15s} epsilon = {b.epsilon:.6g}, delta = {b.delta:.3g}" for ph, b in phases.items()]
+    if len(phases) > 1 and abs(sum(b.epsilon for b in phases.values()) - total.epsilon) > 1e-9:
+        lines.append(f"{indent}(phases compose sub-additively: the total is bounded jointly, not summed)")
+    return lines
+
+
+def _plan_error(exc: Exception) -> CLIError:
+    """Name the configuration key behind an error raised by ``PrivateSearchCV.privacy_plan``."""
+    import re
+
+    from privtune.exceptions import BudgetExceededError
+
+    msg = str(exc)
+    if isinstance(exc, BudgetExceededError):
+        return CLIError(f"search.epsilon / search.delta: the budget cannot cover the planned phases: {msg}")
+    m = re.search(r"'([a-z_]+)' parameter", msg)
+    name = m.group(1) if m else ""
+    if name == "n_validation":
+        key = "data.n_validation (the validation set size)"
+    elif name == "sensitive":
+        key = "data.sensitive"
+    elif name in ("epsilon", "delta", "n_iter", "n_candidates", "scoring", "score_bounds", "score_sensitivity",
+                  "min_class_size", "method", "method_params", "candidate_grid", "n_jobs"):
+        key = f"search.{name}"
+    elif "method_params" in msg:
+        key = "search.method_params"
+    else:
+        key = "search"
+    return CLIError(f"{key}: {msg}")
+
+
+def _plan(search: Any, n_validation: int, n_classes: int) -> dict[str, Any]:
+    from privtune.exceptions import PrivtuneError
+
+    try:
+        return search.privacy_plan(n_validation, n_classes=n_classes)
+    except PrivtuneError as exc:
+        raise _plan_error(exc) from None
+
+
+# -- tune ---------------------------------------------------------------------------------------------
+def _study_state(path: Path, name: str) -> str | None:
+    """Status of study ``name`` in ``path`` (None if absent), without creating the file."""
+    if not path.exists():
+        return None
+    from privtune.storage import StudyStorage
+
+    st = StudyStorage(str(path))
+    try:
+        return st.status(name) if name in st.study_names() else None
+    finally:
+        st.close()
+
+
+def _ledger_length(path: Path, name: str) -> int:
+    if not path.exists():
+        return 0
+    from privtune.accounting import SQLiteLedger
+
+    led = SQLiteLedger(str(path), study=name)
+    try:
+        return len(list(led.entries()))
+    finally:
+        led.close()
+
+
+def _tune(args: argparse.Namespace) -> int:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from privtune.config import load_config, load_data
+
+    t0 = time.perf_counter()
+    cfg = load_config(args.config)  # strict validation of the whole file; nothing written
+    outputs = cfg.report.outputs()
+    if _tuning_report_class() is None and set(outputs) - {"json"}:  # pragma: no cover
+        raise CLIError("report.html / report.markdown: privtune.report is not available; write report.json only")
+    X, y, X_val, y_val = load_data(cfg.data)
+    n = len(y)
+    # the validation size is public: PrivateSearchCV splits floor(validation_size * n) rows off without looking
+    m = len(y_val) if y_val is not None else int(math.floor((cfg.data.validation_size or 0.3) * n))
+    if cfg.data.n_validation is not None and cfg.data.n_validation != m:
+        raise CLIError(f"data.n_validation: declared {cfg.data.n_validation}, but the configured data give a "
+                       f"validation set of {m} rows")
+    search = cfg.make_search(verbose=0 if args.quiet else 1)
+    plan = _plan(search, m, cfg.data.n_classes or 2)  # refuses an unaffordable plan before any storage exists
+
+    st = cfg.storage
+    before = 0
+    if st.enabled:
+        assert st.path is not None
+        state = _study_state(st.path, st.study_name)
+        if args.resume and state is None:
+            raise CLIError(f"storage.study_name: --resume: there is no study {st.study_name!r} in "
+                           f"{str(st.path)!r} to resume; run without --resume to start it")
+        if not args.resume and state is not None:
+            raise CLIError(f"storage.study_name: study {st.study_name!r} already exists in {str(st.path)!r} "
+                           f"(status: {state}); continue it with --resume, or set storage.study_name to a new name")
+        before = _ledger_length(st.path, st.study_name)
+    elif args.resume:
+        raise CLIError("storage.enabled: --resume needs a stored study, but storage is disabled in this config")
+
+    try:
+        search.fit(X, y, X_val=X_val, y_val=y_val)
+    except KeyboardInterrupt:
+        if st.enabled:
+            print(f"\nprivtune: interrupted; the study {st.study_name!r} is saved in {str(st.path)!r}: continue "
+                  f"it with  privtune tune {args.config} --resume", file=sys.stderr)
+        raise
+    after = len(search.ledger_)
+    report = _report_of_search(search)
+    written = _write_report(report, outputs)
+
+    spent = search.privacy_spent_
+    new_charges = after - before if st.enabled else after
+    lines = [
+        f"privtune tune -- {cfg.estimator.class_path} on "
+        f"{cfg.data.bundled or cfg.data.train.name}; method {search.method}"  # type: ignore[union-attr]
+        + (" (resumed)" if args.resume else ""),
+        f"  released parameters: {_fmt_params(search.best_params_)}",
+        f"  released {search.scorer_.name}: "
+        + ("(none)" if search.best_score_ is None else f"{search.best_score_:.4f}")
+        + f" (noise std {search.release_.noise.get('score_noise_std', float('nan')):.3g})",
+        "  budget spent per phase:",
+        *_budget_lines(search.accountant_.spent_by_phase(), spent["validation"]),
+        *([f"    {'training fits':<15s} epsilon = {spent['training'].epsilon:.6g}, delta = "
+           f"{spent['training'].delta:.3g} (training role; disjoint rows: composes in parallel)"]
+          if search.training_accountant_ is not None else []),
+        f"  total: epsilon = {spent['overall'].epsilon:.6g}, delta = {spent['overall'].delta:.3g} "
+        f"(budget epsilon = {cfg.search.epsilon:g}, delta = {cfg.search.delta:g}; planned epsilon = "
+        f"{plan['total'].epsilon:.6g})",
+        f"  charges made by this run: {new_charges}" + (" (the study was already complete: nothing spent)"
+                                                          if args.resume and new_charges == 0 else ""),
+        f"  guarantee: {search.guarantee_} (replace-one, {cfg.data.sensitive} rows); noise: "
+        f"{search.release_.seed_policy}",
+    ]
+    if st.enabled:
+        lines.append(f"  study: {st.study_name!r} in {st.path}")
+    for fmt, path in written.items():
+        lines.append(f"  report ({fmt}): {path}")
+    lines.append(f"  finished in {time.perf_counter() - t0:.1f} s")
+    print("\n".join(lines))
+    return EXIT_OK
+
+
+# -- budget -------------------------------------------------------------------------------------------
+def _budget(args: argparse.Namespace) -> int:
+    from privtune.config import load_config, public_sizes
+
+    cfg = load_config(args.config)
+    m, k, source = public_sizes(cfg.data)
+    search = cfg.make_search(storage=False)
+    plan = _plan(search, m, k)
+    if args.json:
+        out = {"method": plan["method"], "guarantee": plan["guarantee"],
+               "phases": {p: b.to_dict() for p, b in plan["phases"].items()}, "total": plan["total"].to_dict(),
+               "budget": {"epsilon": cfg.search.epsilon, "delta": cfg.search.delta},
+               "n_validation": m, "n_classes": k, "score_sensitivity": plan["score_sensitivity"],
+               "noise": dict(plan["noise"]), "n_candidates": plan["n_candidates"],
+               "seed_policy": "secure" if cfg.search.random_state is None else "seeded"}
+        print(json.dumps(out, indent=2, sort_keys=True))
+        return EXIT_OK
+    lines = [
+        f"privtune budget -- {cfg.path.name}: method {plan['method']}, {cfg.search.n_iter} evaluations over "
+        f"{plan['n_candidates']} candidates",
+        f"  validation size m = {m} ({source}); classes = {k}; no data values were read",
+        f"  score: {cfg.search.scoring}, sensitivity {plan['score_sensitivity']:.6g} per replaced row",
+        "  planned spend per phase:",
+        *_budget_lines(plan["phases"], plan["total"]),
+        f"  total: epsilon = {plan['total'].epsilon:.6g}, delta = {plan['total'].delta:.3g} "
+        f"(budget epsilon = {cfg.search.epsilon:g}, delta = {cfg.search.delta:g})",
+        f"  guarantee: {plan['guarantee']} (replace-one, {cfg.data.sensitive} rows); noise: "
+        + ("secure" if cfg.search.random_state is None else "seeded (reproducible, not for release)"),
+        "  noise of each release (score units):",
+        *[f"    {name:<36s} {value:.6g}" for name, value in plan["noise"].items()],
+    ]
+    if cfg.search.scoring == "balanced_accuracy" and cfg.data.n_classes is None and cfg.data.bundled is None:
+        lines.append("  note: data.n_classes is not declared; the sensitivity assumes 2 classes")
+    print("\n".join(lines))
+    return EXIT_OK
+
+
+# -- report -------------------------------------------------------------------------------------------
+def _report(args: argparse.Namespace) -> int:
+    from privtune.storage import StudyStorage
+
+    path = Path(args.study_file)
+    if not path.is_file():
+        raise CLIError(f"{str(path)!r}: study file not found")
+    outputs = {fmt: Path(p) for fmt, p in (("json", args.json), ("markdown", args.markdown), ("html", args.html))
+               if p is not None}
+    storage = StudyStorage(str(path))
+    try:
+        names = storage.study_names()
+        if not names:
+            raise CLIError(f"{str(path)!r} holds no study")
+        if args.study is None and len(names) > 1:
+            print(f"{path} holds {len(names)} studies (name one with --study NAME):")
+            for n in names:
+                print(f"  {n}  [{storage.status(n)}]")
+            if outputs:
+                raise CLIError("--study: several studies in the file; name the one to render")
+            return EXIT_OK
+        name = args.study if args.study is not None else names[0]
+        if name not in names:
+            raise CLIError(f"--study: no study {name!r} in {str(path)!r}; it holds: {', '.join(names)}")
+        stored = storage.load_report(name)
+        config = storage.load_config(name)
+        status = storage.status(name)
+    finally:
+        storage.close()
+    if stored is None:
+        raise CLIError(f"study {name!r} has no report yet (status: {status}); finish it with "
+                       "privtune tune CONFIG.toml --resume")
+    report = _report_from_study(stored, config)
+    if not outputs:
+        print(report.to_markdown() if not isinstance(report, Mapping) else json.dumps(report, indent=2))
+        return EXIT_OK
+    for fmt, p in _write_report(report, outputs).items():
+        print(f"report ({fmt}): {p}")
+    return EXIT_OK
+
+
+# -- demo ---------------------------------------------------------------------------------------------
 def _demo(args: argparse.Namespace) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from sklearn.datasets import load_breast_cancer
@@ -28,18 +409,25 @@ def _demo(args: argparse.Namespace) -> int:
     from privtune.space import Real
 
     t0 = time.perf_counter()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    storage_path = out / "demo.sqlite"
+    # A fresh study per run: every run is kept in the same file (list them with `privtune report`).
+    study_name = f"demo-{datetime.datetime.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
     X, y = load_breast_cancer(return_X_y=True)
     # Public/sensitive roles: the training split is treated as public, the validation split is sensitive,
     # and a test split (never touched by the search) measures the refit model.
     X_trval, X_test, y_trval, y_test = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y)
     X_tr, X_val, y_tr, y_val = train_test_split(X_trval, y_trval, test_size=0.35, random_state=1,
                                                 stratify=y_trval)
-    estimator = make_pipeline(StandardScaler(), SVC())
+    estimator = make_pipeline(StandardScaler(), SVC(random_state=0))  # never numpy's global RNG
     space = {"svc__C": Real(0.1, 1000.0, log=True), "svc__gamma": Real(1e-5, 1.0, log=True)}
     search = PrivateSearchCV(estimator, space, method=args.method, epsilon=args.epsilon, delta=args.delta,
                              n_iter=args.n_iter, n_candidates=args.n_candidates,
+                             storage=str(storage_path), study_name=study_name,
                              random_state=args.seed, verbose=0 if args.quiet else 1)
     search.fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    written = _write_report(_report_of_search(search), {"json": out / "report.json", "html": out / "report.html"})
     spent = search.privacy_spent_
     lines = [
         "privtune demo -- RBF SVM (C, gamma) on breast cancer; the validation split is the sensitive data",
@@ -51,30 +439,53 @@ def _demo(args: argparse.Namespace) -> int:
         f"  released validation accuracy: {search.best_score_:.4f}"
         f" (noise std {search.release_.noise.get('score_noise_std', float('nan')):.3g})",
         "  budget spent per phase:",
-    ]
-    for phase, b in search.accountant_.spent_by_phase().items():
-        lines.append(f"    {phase:<15s} epsilon = {b.epsilon:.4g}, delta = {b.delta:.3g}")
-    phases = list(search.accountant_.spent_by_phase().values())
-    if len(phases) > 1 and abs(sum(b.epsilon for b in phases) - spent["overall"].epsilon) > 1e-9:
-        lines.append("    (phases compose sub-additively: the total below is bounded jointly, not summed)")
-    lines += [
+        *_budget_lines(search.accountant_.spent_by_phase(), spent["overall"]),
         f"  total: epsilon = {spent['overall'].epsilon:.4g}, delta = {spent['overall'].delta:.3g} "
         f"(budget epsilon = {args.epsilon}, delta = {args.delta})",
         f"  guarantee: {search.guarantee_} (replace-one, validation rows); noise: {search.release_.seed_policy}",
         f"  test accuracy of the refit model (not private; the test rows are not part of the release): "
         f"{search.score(X_test, y_test):.4f}",
+        f"  study: {study_name!r} in {storage_path}",
+        *[f"  report ({fmt}): {p}" for fmt, p in written.items()],
         f"  finished in {time.perf_counter() - t0:.1f} s",
     ]
     print("\n".join(lines))
-    return 0
+    return EXIT_OK
 
 
+# -- parser -------------------------------------------------------------------------------------------
 def _parser() -> argparse.ArgumentParser:
     from privtune._version import __version__
 
     p = argparse.ArgumentParser(prog="privtune", description="Differentially private hyperparameter tuning.")
     p.add_argument("--version", action="version", version=f"privtune {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("tune", help="run a private search configured by a TOML file",
+                       description="Run a private search configured by a TOML file (see docs/cli.md).")
+    t.add_argument("config", help="the configuration file (TOML)")
+    t.add_argument("--resume", action="store_true",
+                   help="continue an existing study (a completed one is loaded without spending anything)")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.set_defaults(func=_tune)
+
+    b = sub.add_parser("budget", help="what a configuration will spend, without reading data values",
+                       description="Print the planned spend per phase and in total, the guarantee label and the "
+                                   "noise of each release in score units -- without reading data values.")
+    b.add_argument("config", help="the configuration file (TOML)")
+    b.add_argument("--json", action="store_true", help="print the plan as JSON")
+    b.set_defaults(func=_budget)
+
+    r = sub.add_parser("report", help="re-render the report of a stored study",
+                       description="Re-render the report of a study stored in a SQLite file. Without output "
+                                   "options, print it as Markdown (or list the studies when there are several).")
+    r.add_argument("study_file", metavar="STUDY.sqlite", help="the study storage file")
+    r.add_argument("--study", default=None, metavar="NAME", help="the study to render (needed if there are several)")
+    r.add_argument("--json", default=None, metavar="FILE", help="write the report as JSON")
+    r.add_argument("--markdown", default=None, metavar="FILE", help="write the report as Markdown")
+    r.add_argument("--html", default=None, metavar="FILE", help="write the report as a self-contained HTML page")
+    r.set_defaults(func=_report)
+
     d = sub.add_parser("demo", help="tune an RBF SVM on bundled breast-cancer data with a sensitive validation set")
     d.add_argument("--method", default="random",
                    choices=["random", "noisy-ucb", "gp-ucb"],
@@ -85,21 +496,44 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--n-candidates", type=int, default=256, help="candidate set size (default: 256)")
     d.add_argument("--seed", type=int, default=None,
                    help="seed the noise (reproducible, NOT for release); default: secure noise")
+    d.add_argument("--out", default="privtune-demo", metavar="DIR",
+                   help="directory for demo.sqlite (one new study per run) and report.json/report.html "
+                        "(overwritten by each run); default: ./privtune-demo")
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.set_defaults(func=_demo)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``privtune`` console script."""
+    """Entry point of the ``privtune`` console script.
+
+    Parameters
+    ----------
+    argv : sequence of str or None, default=None
+        The arguments (``sys.argv[1:]`` when None).
+
+    Returns
+    -------
+    int
+        The exit status: 0 success, 2 invalid input (nothing spent), 130 interrupted.
+    """
+    from privtune.config import ConfigError
     from privtune.exceptions import PrivtuneError
 
     args = _parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except PrivtuneError as exc:
-        print(f"privtune: error: {exc}", file=sys.stderr)
-        return 2
+    except (PrivtuneError, CLIError) as exc:
+        lines = str(exc).splitlines() or [type(exc).__name__]
+        if len(lines) == 1:
+            print(f"privtune: error: {lines[0]}", file=sys.stderr)
+        else:
+            print("privtune: error: " + ("invalid configuration:" if isinstance(exc, ConfigError) else ""),
+                  *(f"  {ln}" for ln in lines), sep="\n", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("privtune: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":  # pragma: no cover

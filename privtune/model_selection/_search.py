@@ -360,9 +360,9 @@ class PrivateSearchCV(BaseSearchCV):
         m = check_integer(n_validation, "n_validation", low=2, owner="PrivateSearchCV.privacy_plan")
         scorer = cfg["scorer"]
         source = check_random_state(self.random_state if isinstance(self.random_state, (int, np.integer)) else 0)
-        source.numpy_generator()  # the split stream, as in fit
+        seeds = [int(g.integers(2**63)) for g in (source.numpy_generator(), source.numpy_generator())]
         candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=self.candidate_grid,
-                                   random_state=source.numpy_generator())
+                                   random_state=np.random.default_rng(seeds[1]))
         sensitivity = scorer.sensitivity(m, max(2, n_classes))
         method = self._make_method(cfg, scorer, m, max(2, n_classes))
         plan = method.plan(candidates)
@@ -377,17 +377,16 @@ class PrivateSearchCV(BaseSearchCV):
                 "total": total, "score_sensitivity": sensitivity,
                 "noise": method.noise_scales(candidates), "n_candidates": len(candidates)}
 
-    def _validate_data(self, X: Any, y: Any, X_val: Any, y_val: Any, validation_size: float,
-                       rng: np.random.Generator) -> tuple[Any, Any, Any, Any]:
+    def _validate_data(self, X: Any, y: Any, X_val: Any, y_val: Any) -> tuple[Any, Any, Any, Any]:
+        """Check the inputs (no split yet); sklearn's ValueErrors become InvalidParameterError."""
         try:
-            return self._check_data(X, y, X_val, y_val, validation_size, rng)
+            return self._check_data(X, y, X_val, y_val)
         except InvalidParameterError:
             raise
         except (ValueError, TypeError) as exc:  # sklearn's messages name the defect, never the values
             raise InvalidParameterError(f"Invalid input to PrivateSearchCV.fit: {exc}") from None
 
-    def _check_data(self, X: Any, y: Any, X_val: Any, y_val: Any, validation_size: float,
-                    rng: np.random.Generator) -> tuple[Any, Any, Any, Any]:
+    def _check_data(self, X: Any, y: Any, X_val: Any, y_val: Any) -> tuple[Any, Any, Any, Any]:
         if y is None:
             raise InvalidParameterError("PrivateSearchCV.fit needs targets y (supervised estimators only).")
         if (X_val is None) != (y_val is None):
@@ -396,15 +395,7 @@ class PrivateSearchCV(BaseSearchCV):
         y = check_array(y, ensure_2d=False, dtype=None, ensure_all_finite=True, input_name="y")
         check_consistent_length(X, y)
         if X_val is None:
-            n = X.shape[0]
-            m = int(math.floor(validation_size * n))
-            if m < 2 or n - m < 1:
-                raise InvalidParameterError(
-                    f"The validation set has {m} sample(s) (validation_size={validation_size} of {n} samples); at "
-                    "least 2 validation samples and 1 training sample are needed. Pass X_val and y_val, or more data.")
-            perm = rng.permutation(n)  # a split that never looks at the values
-            val, tr = np.sort(perm[:m]), np.sort(perm[m:])
-            return X[tr], y[tr], X[val], y[val]
+            return X, y, None, None
         X_val = check_array(X_val, accept_sparse=["csr", "csc"], ensure_all_finite=True, input_name="X_val")
         y_val = check_array(y_val, ensure_2d=False, dtype=None, ensure_all_finite=True, input_name="y_val")
         check_consistent_length(X_val, y_val)
@@ -412,9 +403,23 @@ class PrivateSearchCV(BaseSearchCV):
             raise InvalidParameterError(
                 f"The validation set has {X_val.shape[0]} sample(s); at least 2 are needed for a private release.")
         if X_val.shape[1] != X.shape[1]:
-            raise InvalidParameterError(
-                f"X_val has {X_val.shape[1]} features but X has {X.shape[1]}.")
+            raise InvalidParameterError(f"X_val has {X_val.shape[1]} features but X has {X.shape[1]}.")
         return X, y, X_val, y_val
+
+    @staticmethod
+    def _split_sizes(n: int, validation_size: float) -> int:
+        m = int(math.floor(validation_size * n))
+        if m < 2 or n - m < 1:
+            raise InvalidParameterError(
+                f"The validation set has {m} sample(s) (validation_size={validation_size} of {n} samples); at "
+                "least 2 validation samples and 1 training sample are needed. Pass X_val and y_val, or more data.")
+        return m
+
+    @staticmethod
+    def _split(X: Any, y: Any, m: int, rng: np.random.Generator) -> tuple[Any, Any, Any, Any]:
+        perm = rng.permutation(X.shape[0])  # a split that never looks at the values
+        val, tr = np.sort(perm[:m]), np.sort(perm[m:])
+        return X[tr], y[tr], X[val], y[val]
 
     def _make_method(self, cfg: dict[str, Any], scorer: BoundedScorer, m: int, n_classes: int) -> Any:
         from privtune.bo import make_method
@@ -460,42 +465,55 @@ class PrivateSearchCV(BaseSearchCV):
         """
         cfg = self._validate_params()
         source = check_random_state(self.random_state, owner="PrivateSearchCV")
-        split_rng = source.numpy_generator()
-        cand_rng = source.numpy_generator()
-        X_tr, y_tr, X_v, y_v = self._validate_data(X, y, X_val, y_val, cfg["validation_size"], split_rng)
+        X_tr, y_tr, X_v, y_v = self._validate_data(X, y, X_val, y_val)
         scorer: BoundedScorer = cfg["scorer"]
-        m = int(X_v.shape[0])
-        classes = np.unique(y_tr)
-        n_classes = max(2, len(classes))
-        candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=self.candidate_grid,
-                                   random_state=cand_rng)
+        if X_v is None:
+            m = self._split_sizes(X_tr.shape[0], cfg["validation_size"])
+            n_train = X_tr.shape[0] - m
+        else:
+            m, n_train = int(X_v.shape[0]), int(X_tr.shape[0])
+        n_classes = max(2, len(np.unique(y_tr)))  # the label set is public (the training labels, or all labels)
         self.score_sensitivity_ = scorer.sensitivity(m, n_classes)
-        method = self._make_method(cfg, scorer, m, n_classes)
         budget = Budget(cfg["epsilon"], cfg["delta"])
         study = journal = None
         if self.storage is not None:
             from privtune.storage import StudyStorage
 
+            n_features = X_tr.shape[1] if X_tr.ndim > 1 else 1
             study = StudyStorage(self.storage).open(self.study_name or "default",
-                                                    self._public_config(cfg, m, X_tr.shape, len(candidates)))
-            journal = study.journal()
-            accountant = Accountant(budget, ledger=study.ledger)
-        else:
-            accountant = self.accountant if self.accountant is not None else Accountant(budget)
+                                                    self._public_config(cfg, m, (n_train, n_features)))
         try:
+            # Non-noise randomness (the split, the candidate set) is data-independent. A study stores its seeds so
+            # that a resumed run rebuilds exactly the same split and candidates, even with secure noise.
+            seeds = study.get("seeds") if study is not None else None
+            if seeds is None:
+                seeds = [int(g.integers(2**63)) for g in (source.numpy_generator(), source.numpy_generator())]
+                if study is not None:
+                    study.put("seeds", seeds)
+            if X_v is None:
+                X_tr, y_tr, X_v, y_v = self._split(X_tr, y_tr, m, np.random.default_rng(seeds[0]))
+            candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=self.candidate_grid,
+                                       random_state=np.random.default_rng(seeds[1]))
+            method = self._make_method(cfg, scorer, m, n_classes)
+            if study is not None:
+                journal = study.journal()
+                accountant = Accountant(budget, ledger=study.ledger)
+            else:
+                accountant = self.accountant if self.accountant is not None else Accountant(budget)
             return self._fit_search(cfg, scorer, method, budget, accountant, journal, study, candidates, source,
                                     X_tr, y_tr, X_v, y_v, m, fit_params)
         finally:
             if study is not None:
                 study.close()
 
-    def _public_config(self, cfg: dict[str, Any], m: int, train_shape: tuple[int, ...], n_cand: int) -> dict[str, Any]:
+    def _public_config(self, cfg: dict[str, Any], m: int, train_shape: tuple[int, ...]) -> dict[str, Any]:
         """What a study stores and compares on resume: public quantities only (no data, no hash of it)."""
         seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else None
         return {"estimator": repr(self.estimator), "search_space": {n: repr(d) for n, d in cfg["space"].items()},
                 "method": self.method, "method_params": repr(sorted((self.method_params or {}).items())),
                 "epsilon": cfg["epsilon"], "delta": cfg["delta"], "n_iter": cfg["n_iter"],
-                "n_candidates": n_cand, "scoring": cfg["scorer"].name, "score_bounds": list(cfg["scorer"].bounds),
+                "n_candidates": cfg["n_candidates"], "scoring": cfg["scorer"].name,
+                "score_bounds": list(cfg["scorer"].bounds),
                 "score_sensitivity": self.score_sensitivity_, "n_validation": m,
                 "n_train": int(train_shape[0]), "n_features": int(train_shape[1]) if len(train_shape) > 1 else 1,
                 "sensitive": self.sensitive, "seed": None if seed is None else int(seed)}

@@ -31,6 +31,21 @@ def _search(path, method, **kw):
                            n_candidates=16, storage=path, study_name="s", random_state=5, **kw)
 
 
+CHILD_SECURE = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {here!r})
+    from test_resume import _data, _secure_search
+    X_tr, y_tr, X_v, y_v = _data()
+    _secure_search({path!r}).fit(X_tr, y_tr)
+""")
+
+
+def _secure_search(path):
+    """Secure noise (random_state=None) and a split of the whole data set made by the search itself."""
+    return PrivateSearchCV(KillSVC(random_state=0), SPACE, method="noisy-ucb", epsilon=1.0, delta=1e-6, n_iter=6,
+                           n_candidates=16, storage=path, study_name="s")
+
+
 CHILD = textwrap.dedent("""
     import sys
     sys.path.insert(0, {here!r})
@@ -134,3 +149,16 @@ def test_storage_refuses_bad_combinations(tmp_path):
     with pytest.raises(InvalidParameterError, match="differs in: epsilon"):
         _search(path, "random").set_params(epsilon=2.0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     assert LedgerError  # imported for the error family
+
+
+def test_secure_noise_study_resumes_with_the_same_split_and_candidates(tmp_path):
+    """With random_state=None the split and the candidate set come from seeds stored in the study."""
+    path = str(tmp_path / "secure.sqlite")
+    env = dict(os.environ, PRIVTUNE_KILL_AT="4", PRIVTUNE_KILL_COUNTER=str(tmp_path / "count"))
+    proc = subprocess.run([sys.executable, "-c", CHILD_SECURE.format(here=HERE, path=path)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -9, proc.stdout + proc.stderr
+    X_tr, y_tr, _, _ = _data()
+    s = _secure_search(path).fit(X_tr, y_tr)  # would raise LedgerError if the candidates or split changed
+    assert not s.seeded_ and len(s.release_.history) == 6
+    assert [e.event for e in s.accountant_.entries] == list(s.release_.events)

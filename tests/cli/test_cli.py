@@ -1,0 +1,334 @@
+"""The ``privtune`` command line: tune, budget, report and demo, in process and through the console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import BASE_CONFIG, write_config, write_csv
+
+from privtune.accounting import SQLiteLedger
+from privtune.cli import main
+from privtune.config import BUNDLED_DATASETS, ConfigError, load_config, public_sizes
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "configs"
+SCRIPT = Path(sys.executable).with_name("privtune")
+
+
+def _ledger_len(path: Path, study: str) -> int:
+    led = SQLiteLedger(str(path), study=study)
+    try:
+        return len(list(led.entries()))
+    finally:
+        led.close()
+
+
+def _studies(path: Path) -> list[str]:
+    if not path.exists():
+        return []
+    with sqlite3.connect(path) as conn:
+        try:
+            return [r[0] for r in conn.execute("SELECT name FROM privtune_studies")]
+        except sqlite3.OperationalError:
+            return []
+
+
+# -- tune ---------------------------------------------------------------------------------------------
+def test_tune_end_to_end_then_resume_spends_nothing(small_config, capsys):
+    d = small_config.parent
+    assert main(["tune", str(small_config), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    for piece in ("released parameters: svc__C = ", "released accuracy: ", "selection", "score_release",
+                  "total: epsilon = 1", "guarantee: unconditional", "seeded (reproducible, not for release)",
+                  "charges made by this run: 2", "report (html):", str(d / "out" / "report.json")):
+        assert piece in out, (piece, out)
+    for name in ("report.json", "report.html", "report.md"):
+        assert (d / "out" / name).stat().st_size > 0
+    rep = json.loads((d / "out" / "report.json").read_text())
+    assert rep["method"] == "random" and rep["guarantee"]["label"] == "unconditional"
+    assert rep["budget"]["spent"]["overall"]["epsilon"] == pytest.approx(1.0)
+    assert "<html" in (d / "out" / "report.html").read_text().lower()
+    study = d / "study.sqlite"
+    assert _studies(study) == ["small"]  # study_name defaults to the config file's stem
+    n = _ledger_len(study, "small")
+    assert n == 2
+
+    # a completed study is refused without --resume, and loaded without spending with it
+    assert main(["tune", str(small_config), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "storage.study_name" in err and "--resume" in err
+    assert main(["tune", str(small_config), "--quiet", "--resume"]) == 0
+    out = capsys.readouterr().out
+    assert "charges made by this run: 0" in out and "nothing spent" in out
+    assert _ledger_len(study, "small") == n
+
+
+def test_resume_of_a_missing_study_is_refused(small_config, capsys):
+    assert main(["tune", str(small_config), "--quiet", "--resume"]) == 2
+    assert "storage.study_name" in capsys.readouterr().err
+    assert _studies(small_config.parent / "study.sqlite") == []
+
+
+def _config_with(tmp_path: Path, old: str, new: str) -> Path:
+    text = BASE_CONFIG.format(method="random")
+    assert old in text
+    return write_config(tmp_path, text.replace(old, new))
+
+
+BAD = [
+    # (replace this, with that, the key the message must name)
+    ('[storage]\npath = "study.sqlite"', '[storage]\npath = "study.sqlite"\ncolour = "blue"', "storage.colour"),
+    ("epsilon = 1.0", 'epsilon = "one"', "search.epsilon"),
+    ("epsilon = 1.0", "epsilon = -1.0", "search.epsilon"),
+    ("n_iter = 4", "n_iter = 4.5", "search.n_iter"),
+    ('method = "random"', 'method = "bayes"', "search.method"),
+    ('bundled = "breast_cancer"', 'train = "missing.csv"\ntarget = "label"', "data.train"),
+    ('class = "sklearn.svm.SVC"', 'class = "sklearn.svm.NoSuchSVC"', "estimator.class"),
+    ('class = "sklearn.svm.SVC"', 'class = "collections.OrderedDict"', "estimator.class"),
+    ('class = "sklearn.svm.SVC"', 'class = "no_such_module.Model"', "estimator.class"),
+    ("gamma = {", "gama = {", "search_space.gama"),
+    ("low = 0.1, high = 100.0", "low = 100.0, high = 0.1", "search_space.C"),
+    ('type = "real", low = 0.1', 'type = "float", low = 0.1', "search_space.C.type"),
+    ("[data]", "[data]\nsensitive = \"training\"", "data.sensitive"),
+    # the Gaussian phases of noisy-ucb cannot be covered by a budget with delta = 0
+    ('method = "random"', 'method = "noisy-ucb"', None),
+    ("validation_size = 0.3", "validation_size = 0.003", "data.n_validation"),
+]
+
+
+@pytest.mark.parametrize("old,new,key", BAD)
+def test_bad_configuration_exits_2_naming_the_key_and_writes_nothing(tmp_path, capsys, old, new, key):
+    if key is None:  # noisy-ucb with delta = 0
+        path = _config_with(tmp_path, "delta = 1e-6", "delta = 0.0")
+        path.write_text(path.read_text().replace('method = "random"', 'method = "noisy-ucb"'))
+        key = "search.delta"
+    else:
+        path = _config_with(tmp_path, old, new)
+    assert main(["tune", str(path), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert key in err, err
+    assert not (tmp_path / "study.sqlite").exists()  # nothing stored, nothing spent
+    assert not (tmp_path / "out").exists()
+
+
+def test_error_message_format(tmp_path):
+    path = _config_with(tmp_path, "epsilon = 1.0", 'epsilon = "one"')
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert 'search.epsilon: expected a float > 0, got "one"' in str(info.value)
+
+
+def test_every_problem_is_reported_at_once(tmp_path):
+    text = BASE_CONFIG.format(method="random").replace("epsilon = 1.0", 'epsilon = "one"').replace(
+        "n_iter = 4", "n_iterations = 4")
+    with pytest.raises(ConfigError) as info:
+        load_config(write_config(tmp_path, text))
+    assert {"search.epsilon", "search.n_iterations"} <= set(info.value.keys)
+    assert "did you mean 'n_iter'" in str(info.value)
+
+
+def test_over_budget_plan_is_refused_before_any_storage(small_config, capsys, monkeypatch):
+    from privtune import PrivateSearchCV
+    from privtune.accounting import Budget
+    from privtune.exceptions import BudgetExceededError
+
+    def refuse(self, n_validation, n_classes=2):
+        raise BudgetExceededError("planned epsilon 2 exceeds the budget epsilon 1", requested=Budget(2.0, 0.0),
+                                  ceiling=Budget(1.0, 0.0))
+
+    monkeypatch.setattr(PrivateSearchCV, "privacy_plan", refuse)
+    assert main(["tune", str(small_config), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "search.epsilon" in err and "cannot cover" in err
+    assert not (small_config.parent / "study.sqlite").exists()
+
+
+def test_training_sensitive_storage_is_refused(tmp_path, capsys):
+    text = BASE_CONFIG.format(method="random").replace(
+        'class = "sklearn.svm.SVC"\nparams = { random_state = 0 }  # SVC would otherwise draw from numpy\'s global '
+        'RNG\npipeline_scaler = "standard"',
+        'class = "privtune.linear_model.DPLogisticRegression"').replace(
+        "[search_space]\nC =", "[search_space]\nC =").replace(
+        'gamma = { type = "real", low = 1e-4, high = 1.0, log = true }\n', "").replace(
+        "[data]", '[data]\nsensitive = "both"').replace('path = "study.sqlite"',
+                                                        'path = "study.sqlite"\nenabled = true')
+    path = write_config(tmp_path, text)
+    assert main(["tune", str(path), "--quiet"]) == 2
+    assert "storage.enabled" in capsys.readouterr().err
+    assert not (tmp_path / "study.sqlite").exists()
+
+
+def test_csv_config_from_examples(tmp_path, capsys):
+    config = tmp_path / "csv_logistic.toml"
+    shutil.copy(EXAMPLES / "csv_logistic.toml", config)
+    write_csv(tmp_path / "train.csv", 120, seed=0)
+    write_csv(tmp_path / "valid.csv", 60, seed=1)
+    assert main(["budget", str(config)]) == 0
+    assert "validation size m = 60 (rows of valid.csv)" in capsys.readouterr().out
+    assert main(["tune", str(config), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "released parameters: logisticregression__C = " in out
+    assert (tmp_path / "csv_logistic.report.json").exists() and (tmp_path / "csv_logistic.report.md").exists()
+    assert _studies(tmp_path / "csv_logistic.sqlite") == ["csv_logistic"]
+
+
+def test_csv_with_a_non_numeric_feature_is_refused_without_showing_the_value(tmp_path, capsys):
+    config = tmp_path / "csv_logistic.toml"
+    shutil.copy(EXAMPLES / "csv_logistic.toml", config)
+    write_csv(tmp_path / "train.csv", 40, seed=0)
+    write_csv(tmp_path / "valid.csv", 20, seed=1, garbage=True)
+    assert main(["tune", str(config), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "data.validation" in err and "line 2" in err and "???" not in err
+    assert not (tmp_path / "csv_logistic.sqlite").exists()
+
+
+def test_parquet_needs_pandas_and_pyarrow(tmp_path, capsys):
+    pytest.importorskip("tomllib")
+    try:
+        import pandas  # noqa: F401
+        import pyarrow  # noqa: F401
+        pytest.skip("pandas and pyarrow are installed")
+    except ImportError:
+        pass
+    (tmp_path / "train.parquet").write_bytes(b"PAR1")
+    text = BASE_CONFIG.format(method="random").replace('bundled = "breast_cancer"',
+                                                         'train = "train.parquet"\ntarget = "label"')
+    assert main(["tune", str(write_config(tmp_path, text)), "--quiet"]) == 2
+    assert "pandas and pyarrow" in capsys.readouterr().err
+
+
+# -- budget -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("method", ["random", "noisy-ucb"])
+def test_budget_equals_privacy_plan(small_config, capsys, method):
+    path = write_config(small_config.parent, method=method)
+    assert main(["budget", str(path), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    cfg = load_config(path)
+    m, k, _ = public_sizes(cfg.data)
+    assert m == int(0.3 * 569)
+    plan = cfg.make_search(storage=False).privacy_plan(m, n_classes=k)
+    assert got["phases"] == {p: b.to_dict() for p, b in plan["phases"].items()}
+    assert got["total"] == plan["total"].to_dict()
+    assert got["noise"] == dict(plan["noise"]) and got["guarantee"] == plan["guarantee"]
+    assert main(["budget", str(path)]) == 0
+    text = capsys.readouterr().out
+    for phase, b in plan["phases"].items():
+        assert re.search(rf"{phase}\s+epsilon = {b.epsilon:.6g}, delta = {b.delta:.3g}", text), text
+    for name, value in plan["noise"].items():
+        assert f"{name}" in text and f"{value:.6g}" in text
+    assert f"guarantee: {plan['guarantee']}" in text
+    assert not (small_config.parent / "study.sqlite").exists()
+
+
+def test_budget_reads_no_data_values(tmp_path, capsys, monkeypatch):
+    config = tmp_path / "csv_logistic.toml"
+    shutil.copy(EXAMPLES / "csv_logistic.toml", config)
+    write_csv(tmp_path / "train.csv", 50, seed=0, garbage=True)
+    write_csv(tmp_path / "valid.csv", 37, seed=1, garbage=True)  # every value is garbage; the row count is right
+
+    import privtune.config
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("budget must not read the data")
+
+    monkeypatch.setattr(privtune.config, "load_data", no_reading)
+    monkeypatch.setattr(privtune.config, "_read_table", no_reading)
+    assert main(["budget", str(config), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["n_validation"] == 37
+    search = load_config(config).make_search(storage=False)
+    assert got["total"] == search.privacy_plan(37)["total"].to_dict()
+
+
+def test_declared_n_validation_is_used_by_budget_and_checked_by_tune(tmp_path, capsys):
+    text = BASE_CONFIG.format(method="random").replace("validation_size = 0.3",
+                                                       "validation_size = 0.3\nn_validation = 100")
+    path = write_config(tmp_path, text)
+    assert main(["budget", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_validation"] == 100
+    assert main(["tune", str(path), "--quiet"]) == 2
+    assert "data.n_validation" in capsys.readouterr().err
+    assert not (tmp_path / "study.sqlite").exists()
+
+
+def test_bundled_sizes_match_the_loaders():
+    from sklearn import datasets
+
+    for loader, n, k in BUNDLED_DATASETS.values():
+        _, y = getattr(datasets, loader)(return_X_y=True)
+        assert (len(y), len(set(y.tolist()))) == (n, k)
+
+
+def test_example_configs_are_valid():
+    for path in sorted(EXAMPLES.glob("*.toml")):
+        if "csv" in path.name:
+            continue  # its CSV files are generated by test_csv_config_from_examples
+        cfg = load_config(path)
+        assert cfg.search.epsilon > 0
+
+
+# -- report -------------------------------------------------------------------------------------------
+def test_report_rerenders_a_stored_study(small_config, capsys):
+    d = small_config.parent
+    assert main(["tune", str(small_config), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(d / "study.sqlite")]) == 0
+    md = capsys.readouterr().out
+    assert "Guarantee: unconditional" in md and "selection" in md
+    out = d / "rerender"
+    assert main(["report", str(d / "study.sqlite"), "--study", "small", "--json", str(out / "r.json"),
+                 "--html", str(out / "r.html"), "--markdown", str(out / "r.md")]) == 0
+    original = json.loads((d / "out" / "report.json").read_text())
+    again = json.loads((out / "r.json").read_text())
+    for section in ("ledger", "budget", "history", "guarantee", "seed_policy", "method"):
+        assert again[section] == original[section], section
+    assert again["release"]["params"] == original["release"]["params"]
+    assert "<html" in (out / "r.html").read_text().lower() and (out / "r.md").stat().st_size > 0
+
+    # a second study in the file: listed when none is named
+    second = write_config(d, name="second.toml")
+    assert main(["tune", str(second), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(d / "study.sqlite")]) == 0
+    listing = capsys.readouterr().out
+    assert "small" in listing and "second" in listing and "--study" in listing
+    assert main(["report", str(d / "study.sqlite"), "--json", str(out / "x.json")]) == 2
+    assert main(["report", str(d / "study.sqlite"), "--study", "nope"]) == 2
+    assert main(["report", str(d / "missing.sqlite")]) == 2
+    assert not (d / "missing.sqlite").exists()
+
+
+# -- demo ---------------------------------------------------------------------------------------------
+def test_demo_writes_study_and_report(tmp_path, capsys):
+    out = tmp_path / "demo"
+    args = ["demo", "--quiet", "--out", str(out), "--n-iter", "5", "--n-candidates", "32"]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "released parameters: C = " in text and "report (html):" in text
+    assert (out / "report.json").exists() and (out / "report.html").exists()
+    assert main(args) == 0  # a second run is a new study in the same file
+    names = _studies(out / "demo.sqlite")
+    assert len(names) == 2 and all(n.startswith("demo-") for n in names)
+
+
+# -- the console script -------------------------------------------------------------------------------
+@pytest.mark.skipif(not SCRIPT.exists(), reason="the privtune console script is not installed")
+def test_console_script(tmp_path):
+    config = write_config(tmp_path)
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.run([str(SCRIPT), "tune", str(config)], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "released parameters" in proc.stdout
+    bad = write_config(tmp_path, BASE_CONFIG.format(method="random").replace("epsilon = 1.0", 'epsilon = "one"'),
+                       name="bad.toml")
+    proc = subprocess.run([str(SCRIPT), "budget", str(bad)], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2 and 'search.epsilon: expected a float > 0, got "one"' in proc.stderr
