@@ -56,9 +56,8 @@ def _tuning_report_class() -> Any:
 
 
 def _report_of_search(search: Any) -> Any:
-    """The report of a fitted search: a TuningReport, or its ``report_`` dict without the report package."""
-    cls = _tuning_report_class()
-    return cls.from_search(search) if cls is not None else dict(search.report_)
+    """The report of a fitted search (its :class:`~privtune.report.TuningReport`)."""
+    return search.report_
 
 
 def _write_report(report: Any, outputs: Mapping[str, Path]) -> dict[str, Path]:
@@ -93,78 +92,11 @@ def _write_report(report: Any, outputs: Mapping[str, Path]) -> dict[str, Path]:
     return written
 
 
-def _dimension_spec(text: str) -> dict[str, Any]:
-    """A stored dimension ``repr`` (``"Real(0.1, 10.0, log=True)"``) as the report's search-space entry."""
-    import ast
-
-    spec: dict[str, Any] = {"type": text.split("(", 1)[0], "repr": text}
-    try:
-        call = ast.parse(text, mode="eval").body
-        if isinstance(call, ast.Call):
-            args = [ast.literal_eval(a) for a in call.args]
-            kw = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
-            if spec["type"] == "Categorical":
-                spec["choices"] = list(args[0]) if args else list(kw.get("choices", []))
-            else:
-                spec.update(low=args[0], high=args[1], log=bool(kw.get("log", args[2] if len(args) > 2 else False)))
-    except (SyntaxError, ValueError, IndexError, TypeError):
-        pass  # an unusual repr: keep the type and the text
-    return spec
-
-
 def _report_from_study(stored: Mapping[str, Any], config: Mapping[str, Any] | None) -> Any:
-    """Rebuild a TuningReport from what a study stores (``PrivateSearchCV.report_`` and its public config).
+    """The TuningReport a study stores (``TuningReport.to_dict()``, written when the search completed)."""
+    from privtune.report import TuningReport
 
-    The study stores the search's ``report_`` dict, not the candidate points; the
-    rebuilt report has every other section (configuration, budget per phase,
-    ledger, release, history, guarantee, seed policy) and an empty list of
-    candidate points. Without the report package, the stored dict is returned.
-    """
-    cls = _tuning_report_class()
-    if cls is None:  # pragma: no cover
-        return dict(stored)
-    from privtune.report import GUARANTEE_STATEMENTS, SCHEMA_VERSION
-    from privtune.report._canonical import environment
-
-    conf = dict(stored["configuration"])
-    rel = dict(stored["release"])
-    config = dict(config or {})
-    space = {n: _dimension_spec(r) for n, r in conf.get("search_space", {}).items()}
-    seeded = rel.get("seed_policy", "secure") != "secure"
-    seed = config.get("seed") if seeded else None
-    lo, hi = conf["score_bounds"]
-    score = rel.get("score")
-    best = None if not isinstance(score, (int, float)) else float(min(hi, max(lo, score)))
-    d = {
-        "schema_version": SCHEMA_VERSION,
-        "environment": environment(),
-        "estimator": {"class": config.get("estimator", conf["estimator"]), "name": conf["estimator"],
-                      "params": dict(conf.get("estimator_params", {}))},
-        "method": rel["method"],
-        "configuration": {k: conf[k] for k in ("epsilon", "delta", "n_iter", "scoring", "score_bounds",
-                                               "score_sensitivity", "sensitive", "relation", "n_validation",
-                                               "n_train")}
-        | {"method_params": {"stored": config["method_params"]} if config.get("method_params", "[]") != "[]"
-           else {}},
-        "search_space": space,
-        "candidates": {"n_candidates": conf["n_candidates"], "n_duplicates": 0, "seed": seed,
-                       "names": list(space), "points": [], "points_truncated": True,
-                       "selected_index": rel.get("index"),
-                       "source": "re-rendered from study storage, which does not keep the candidate points"},
-        "guarantee": {"label": stored["guarantee"], "statement": GUARANTEE_STATEMENTS.get(stored["guarantee"], "")},
-        "budget": {"total": {"epsilon": conf["epsilon"], "delta": conf["delta"]},
-                   "spent": stored["privacy_spent"], "by_phase": stored["spent_by_phase"]},
-        "ledger": stored["ledger"],
-        "release": {"params": rel["params"], "index": rel.get("index"), "score": score, "best_score": best,
-                    "noise": rel.get("noise", {}), "utility_bounds": rel.get("utility_bounds", {}),
-                    "diagnostics": rel.get("diagnostics", {}), "n_iter": rel.get("n_iter"),
-                    "spent": rel.get("spent"),
-                    "trajectory_releasable": any(h.get("params") is not None for h in rel.get("history", []))},
-        "history": rel.get("history", []),
-        "seed_policy": {"label": rel.get("seed_policy", "secure"), "seeded": seeded, "random_state": seed},
-        "timings": {},
-    }
-    return cls.from_dict(d)
+    return TuningReport.from_dict(dict(stored))
 
 
 # -- formatting ---------------------------------------------------------------------------------------

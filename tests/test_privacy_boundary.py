@@ -65,7 +65,8 @@ def test_sentinel_scores_never_leak(data, method, extra, caplog, capsys):
     out = capsys.readouterr()
     haystack = "\n".join([
         caplog.text, out.out, out.err, "\n".join(seen), "\n".join(str(w.message) for w in caught),
-        json.dumps(s.report_, default=str), repr({k: np.asarray(v).tolist() for k, v in s.cv_results_.items()}),
+        json.dumps(s.summary_, default=str), s.report_.to_json(), s.report_.to_markdown(),
+        s.report_.to_html(), repr({k: np.asarray(v).tolist() for k, v in s.cv_results_.items()}),
         json.dumps(s.release_.to_dict(), default=str), repr(s.release_), str(pickle.dumps(s.release_)),
     ])
     assert raw, "the scorer was never called"
@@ -88,4 +89,5 @@ def test_exception_messages_carry_no_raw_value(data):
 
     s = PrivateSearchCV(SVC(random_state=0), SPACE, scoring=failing, score_bounds=(0.0, 1.0), n_iter=3,
                         n_candidates=8, random_state=0).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
-    assert "3141592" not in json.dumps(s.report_, default=str)  # error_score="lower": the message is dropped
+    # error_score="lower": the failure message is dropped
+    assert "3141592" not in json.dumps(s.summary_, default=str) + s.report_.to_json()

@@ -182,8 +182,13 @@ class PrivateSearchCV(BaseSearchCV):
         Every charge, in order.
     accountant_ : Accountant
     release_ : privtune.bo.Release
-    report_ : dict
-        Configuration, releases, events, budget per phase and guarantee labels.
+    report_ : privtune.report.TuningReport
+        The tuning report (versioned JSON, Markdown, self-contained HTML with plots).
+    summary_ : dict
+        The same facts as a plain dict: configuration, releases, events, budget per
+        phase, guarantee label, seed policy.
+    search_time_ : float
+        Seconds spent in the search (a timing: not part of the reproducible report body).
     candidates_ : privtune.space.CandidateSet
     scorer_ : BoundedScorer
     n_iter_ : int or None
@@ -550,6 +555,7 @@ class PrivateSearchCV(BaseSearchCV):
             return stop
 
         mapper = self._mapper() if (self.n_jobs not in (None, 1)) else None
+        t_search = time.perf_counter()
         release = method.run(objective, candidates, accountant=accountant, random_state=source,
                              callback=callback, mapper=mapper, journal=journal)
         progress.close()
@@ -580,9 +586,13 @@ class PrivateSearchCV(BaseSearchCV):
             self.best_estimator_ = best
         self.ledger_ = tuple(accountant.entries) + (tuple(train_acc.entries) if train_acc is not None else ())
         self.privacy_spent_ = self._privacy_spent(accountant, train_acc)
-        self.report_ = self._report(cfg, release, scorer, m, X_tr.shape[0])
+        self.search_time_ = time.perf_counter() - t_search
+        self.summary_ = self._report(cfg, release, scorer, m, X_tr.shape[0])
+        from privtune.report import TuningReport
+
+        self.report_ = TuningReport.from_search(self)
         if study is not None:
-            study.save_report(self.report_)
+            study.save_report(self.report_.to_dict())
             self.study_ = {"storage": study.storage.path, "study_name": study.name}
         _logger.info("private search done: method=%s, guarantee=%s, epsilon spent %.4g", method.name,
                      release.guarantee, self.privacy_spent_["overall"].epsilon)

@@ -61,10 +61,11 @@ def test_svc_end_to_end_each_method(data, method, epsilon):
 
     assert compose_events([e.event for e in s.ledger_], delta=1e-6) == s.accountant_.spent  # events add up
     assert s.guarantee_ == ("conditional" if method.startswith("gp-ucb") else "unconditional")
-    assert s.report_["guarantee"] == s.guarantee_ and s.report_["seed_policy"].startswith("seeded")
+    assert s.summary_["guarantee"] == s.guarantee_ and s.summary_["seed_policy"].startswith("seeded")
     assert s.predict(X_val).shape == y_val.shape and 0 <= s.score(X_val, y_val) <= 1
     assert s.cv_results_["selected"].sum() == 1 and s.cv_results_["params"][s.best_index_] == s.best_params_
-    json.dumps(s.report_)
+    json.dumps(s.summary_)
+    assert s.report_.to_json() and s.report_.guarantee["label"] == s.guarantee_
 
 
 def test_lipschitz_method_through_the_search(data):
@@ -93,7 +94,7 @@ def test_whole_dataset_split_never_looks_at_values(data):
     X_tr, y_tr, _, _ = data
     a = PrivateSearchCV(SVC(random_state=0), SPACE, n_iter=3, n_candidates=8, random_state=3).fit(X_tr, y_tr)
     b = PrivateSearchCV(SVC(random_state=0), SPACE, n_iter=3, n_candidates=8, random_state=3).fit(X_tr, 1 - y_tr)
-    assert a.report_["configuration"]["n_validation"] == b.report_["configuration"]["n_validation"]
+    assert a.summary_["configuration"]["n_validation"] == b.summary_["configuration"]["n_validation"]
     assert a.best_estimator_.shape_fit_ == b.best_estimator_.shape_fit_  # same rows in training either way
 
 
@@ -178,7 +179,7 @@ def test_same_seed_same_results_with_one_or_two_jobs(data, method):
             (
                 s.best_params_,
                 s.best_score_,
-                json.dumps(s.report_["ledger"]),
+                json.dumps(s.summary_["ledger"]),
                 json.dumps({k: np.asarray(v).tolist() for k, v in s.cv_results_.items() if k != "params"}),
             )
         )
@@ -258,7 +259,7 @@ def test_dask_backend_gives_the_same_results(data):
     ):
         remote = PrivateSearchCV(SVC(random_state=0), SPACE, **kw).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
     assert remote.best_params_ == local.best_params_ and remote.best_score_ == local.best_score_
-    assert json.dumps(remote.report_["ledger"]) == json.dumps(local.report_["ledger"])
+    assert json.dumps(remote.summary_["ledger"]) == json.dumps(local.summary_["ledger"])
 
 
 def test_training_sensitive_search_with_a_dp_estimator(data):

@@ -1,0 +1,368 @@
+"""TuningReport: the reproducible, public record of one private search."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import numbers
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from privtune.exceptions import InvalidParameterError
+from privtune.report._canonical import canon, environment, plain, safe_repr
+from privtune.report._tables import CONDITIONAL_WARNING
+
+__all__ = ["TuningReport", "SCHEMA_VERSION", "MAX_STORED_CANDIDATES", "GUARANTEE_STATEMENTS"]
+
+#: Version of the report's JSON schema. Bump the major part on incompatible changes.
+SCHEMA_VERSION = "1.0"
+
+#: At most this many candidate points are stored (the first ones: grid points, then the Sobol prefix).
+MAX_STORED_CANDIDATES = 4096
+
+#: What each guarantee label means, as the report states it.
+GUARANTEE_STATEMENTS = {
+    "conditional": f"The guarantee {CONDITIONAL_WARNING} over that prior.",
+    "unconditional": "The guarantee holds for every validation set, with no modelling assumption.",
+}
+
+_TOP_LEVEL = ("schema_version", "environment", "estimator", "method", "configuration", "search_space",
+              "candidates", "guarantee", "budget", "ledger", "release", "history", "seed_policy", "timings")
+
+
+def _dimension_spec(dim: Any) -> dict[str, Any]:
+    kind = type(dim).__name__
+    spec: dict[str, Any] = {"type": kind, "repr": safe_repr(dim)}
+    if hasattr(dim, "choices"):
+        spec["choices"] = [_json_scalar(c) for c in dim.choices]
+    else:
+        for name in ("low", "high", "log"):
+            if hasattr(dim, name):
+                spec[name] = getattr(dim, name)
+    return spec
+
+
+def _json_scalar(v: Any) -> Any:
+    """A hyperparameter value as a JSON scalar (non-JSON choices such as classes become their repr)."""
+    c = canon(v)
+    return c if (c is None or isinstance(c, (bool, int, float, str))) else safe_repr(v)
+
+
+def _int_seed(random_state: Any) -> int | None:
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return int(random_state)
+    return None
+
+
+@dataclass(frozen=True)
+class TuningReport:
+    """The public record of one private hyperparameter search (versioned schema).
+
+    A report holds only public quantities (declared configuration, the
+    candidate set, versions) and differentially private releases or their
+    post-processing (released parameters and scores, noise scales, utility
+    bounds, data-independent diagnostics, the released fields of the iteration
+    history). No raw score computed on sensitive data ever enters it. Every
+    time-dependent quantity lives in :attr:`timings` only, so that a seeded
+    search rerun with the same data and versions gives a byte-identical
+    :meth:`to_json` once ``timings`` is removed.
+
+    All fields are canonical, immutable JSON-like trees (read-only dicts with
+    string keys, tuples, ``None``, ``bool``, ``int``, finite ``float``,
+    ``str``; non-finite floats are held as ``"nan"``, ``"inf"``, ``"-inf"``).
+
+    Parameters
+    ----------
+    schema_version : str
+        Version of the schema (:data:`SCHEMA_VERSION`).
+    environment : mapping
+        ``packages`` (distribution -> version or None), ``python``,
+        ``python_implementation``, ``platform``.
+    estimator : mapping
+        ``class`` (qualified name), ``name`` and ``params`` (``repr`` of each
+        of ``get_params(deep=False)``).
+    method : str
+        The release method.
+    configuration : mapping
+        Declared, public settings: ``epsilon``, ``delta``, ``n_iter``,
+        ``scoring``, ``score_bounds``, ``score_sensitivity``, ``sensitive``,
+        ``relation``, ``n_validation``, ``n_train`` (sizes are public under
+        replace-one), ``method_params``.
+    search_space : mapping
+        Per hyperparameter (in order): ``type``, ``repr`` and ``low``/``high``/``log``
+        or ``choices``.
+    candidates : mapping
+        The data-independent candidate set: ``n_candidates``, ``n_duplicates``,
+        ``seed`` (the integer ``random_state`` when seeded, else None),
+        ``names``, ``points`` (decoded values, at most
+        :data:`MAX_STORED_CANDIDATES`), ``points_truncated``, ``selected_index``.
+    guarantee : mapping
+        ``label`` (``"unconditional"`` or ``"conditional"``) and ``statement``.
+    budget : mapping
+        ``total`` (the declared budget), ``spent`` (``validation``,
+        ``training``, ``overall``) and ``by_phase``.
+    ledger : tuple of mapping
+        Every charge in order: ``index``, ``event`` (its ``to_dict``), ``phase``, ``role``.
+    release : mapping
+        ``params``, ``index``, ``score`` (the release, unclipped), ``best_score``
+        (clipped to the score bounds: post-processing), ``noise`` (score units),
+        ``utility_bounds``, ``diagnostics``, ``n_iter``, ``spent``,
+        ``trajectory_releasable``.
+    history : tuple of mapping
+        Iteration records, released fields only (``params`` None when the
+        trajectory is not releasable).
+    seed_policy : mapping
+        ``label`` (``"secure"`` or ``"seeded (reproducible, not for release)"``),
+        ``seeded`` and ``random_state`` (the integer seed, or None).
+    timings : mapping
+        Time-dependent quantities only (``created_utc``, ``refit_seconds``).
+
+    Examples
+    --------
+    >>> from privtune.report import TuningReport
+    >>> report = TuningReport.from_search(search)          # doctest: +SKIP
+    >>> TuningReport.from_json(report.to_json()) == report  # doctest: +SKIP
+    True
+    """
+
+    schema_version: str
+    environment: Any
+    estimator: Any
+    method: str
+    configuration: Any
+    search_space: Any
+    candidates: Any
+    guarantee: Any
+    budget: Any
+    ledger: Any
+    release: Any
+    history: Any
+    seed_policy: Any
+    timings: Any = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            object.__setattr__(self, f.name, canon(getattr(self, f.name)))
+        if not isinstance(self.schema_version, str) or not self.schema_version.startswith("1."):
+            raise InvalidParameterError(
+                f"TuningReport supports schema versions 1.x. Got {self.schema_version!r} instead.")
+
+    def __hash__(self) -> int:
+        return hash(self.to_json())
+
+    # -- construction ------------------------------------------------------------------
+    @classmethod
+    def from_search(cls, search: Any) -> TuningReport:
+        """Build the report of a fitted :class:`~privtune.model_selection.PrivateSearchCV`.
+
+        Parameters
+        ----------
+        search : PrivateSearchCV
+            A fitted search (``summary_``, ``release_`` and ``candidates_`` set).
+
+        Returns
+        -------
+        TuningReport
+
+        Raises
+        ------
+        InvalidParameterError
+            If ``search`` is not fitted.
+
+        Notes
+        -----
+        **Privacy.** Reads only the search's public configuration, its candidate
+        set and its releases (``summary_``, ``release_``); never a raw score, never
+        the data. Spends nothing.
+        """
+        missing = [a for a in ("summary_", "release_", "candidates_") if not hasattr(search, a)]
+        if missing:
+            raise InvalidParameterError(
+                f"TuningReport.from_search needs a fitted PrivateSearchCV; {type(search).__name__} lacks "
+                f"{missing}. Call fit first.")
+        rep, rel, cands = search.summary_, search.release_, search.candidates_
+        conf = dict(rep["configuration"])
+        est = search.estimator
+        names = list(cands.space.names)
+        points = [[_json_scalar(p[n]) for n in names] for p in cands.params[:MAX_STORED_CANDIDATES]]
+        seed = _int_seed(getattr(search, "random_state", None)) if rel.seeded else None
+        rel_dict = rel.to_dict()
+        timings: dict[str, Any] = {
+            "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+        if getattr(search, "refit_time_", None) is not None:
+            timings["refit_seconds"] = float(search.refit_time_)
+        if getattr(search, "search_time_", None) is not None:
+            timings["search_seconds"] = float(search.search_time_)
+        return cls(
+            schema_version=SCHEMA_VERSION,
+            environment=environment(),
+            estimator={"class": f"{type(est).__module__}.{type(est).__qualname__}", "name": type(est).__name__,
+                       "params": {k: safe_repr(v) for k, v in est.get_params(deep=False).items()}},
+            method=rel.method,
+            configuration={
+                "epsilon": conf["epsilon"], "delta": conf["delta"], "n_iter": conf["n_iter"],
+                "scoring": conf["scoring"], "score_bounds": conf["score_bounds"],
+                "score_sensitivity": conf["score_sensitivity"], "sensitive": conf["sensitive"],
+                "relation": conf["relation"], "n_validation": conf["n_validation"], "n_train": conf["n_train"],
+                "method_params": {k: safe_repr(v) for k, v in sorted(dict(search.method_params or {}).items())},
+            },
+            search_space={n: _dimension_spec(d) for n, d in cands.space.items()},
+            candidates={"n_candidates": len(cands), "n_duplicates": int(getattr(cands, "n_duplicates", 0)),
+                        "seed": seed, "names": names, "points": points,
+                        "points_truncated": len(cands) > MAX_STORED_CANDIDATES, "selected_index": rel.index,
+                        "source": ("scrambled Sobol design (seeded by the search's random_state, its second "
+                                   "numpy stream) after any user grid; data-independent")},
+            guarantee={"label": rel.guarantee, "statement": GUARANTEE_STATEMENTS.get(rel.guarantee, "")},
+            budget={"total": {"epsilon": conf["epsilon"], "delta": conf["delta"]},
+                    "spent": rep["privacy_spent"], "by_phase": rep["spent_by_phase"]},
+            ledger=rep["ledger"],
+            release={"params": rel_dict["params"], "index": rel.index, "score": rel_dict["score"],
+                     "best_score": getattr(search, "best_score_", None), "noise": rel_dict["noise"],
+                     "utility_bounds": rel_dict["utility_bounds"], "diagnostics": rel_dict["diagnostics"],
+                     "n_iter": rel.n_iter, "spent": rel_dict["spent"],
+                     "trajectory_releasable": any(h.params is not None for h in rel.history)},
+            history=rel_dict["history"],
+            seed_policy={"label": rel.seed_policy, "seeded": bool(rel.seeded), "random_state": seed},
+            timings=timings,
+        )
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TuningReport:
+        """Inverse of :meth:`to_dict`.
+
+        Raises
+        ------
+        InvalidParameterError
+            If a top-level section is missing or unknown, or the schema version is not 1.x.
+        """
+        if not isinstance(d, Mapping):
+            raise InvalidParameterError(f"TuningReport.from_dict needs a mapping. Got {type(d).__name__}.")
+        missing = [k for k in _TOP_LEVEL if k not in d and k != "timings"]
+        unknown = sorted(set(d) - set(_TOP_LEVEL))
+        if missing or unknown:
+            raise InvalidParameterError(
+                f"Not a TuningReport dict: missing sections {missing}, unknown sections {unknown}.")
+        return cls(**{k: d[k] for k in _TOP_LEVEL if k in d})
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> TuningReport:
+        """Inverse of :meth:`to_json` (``TuningReport.from_json(r.to_json()) == r``)."""
+        return cls.from_dict(json.loads(text))
+
+    # -- serialisation -------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain, JSON-safe dict of every section (``timings`` included)."""
+        return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """The report as JSON: sorted keys, floats by ``repr``, no ``NaN``/``Infinity`` literals.
+
+        Parameters
+        ----------
+        indent : int or None, default=2
+
+        Returns
+        -------
+        str
+            Deterministic text: equal reports give byte-identical JSON.
+        """
+        return json.dumps(self.to_dict(), sort_keys=True, indent=indent, allow_nan=False, ensure_ascii=True) + "\n"
+
+    def without_timings(self) -> TuningReport:
+        """A copy with an empty :attr:`timings` section (the part covered by the reproducibility contract)."""
+        return dataclasses.replace(self, timings={})
+
+    def to_markdown(self) -> str:
+        """A human-readable Markdown summary (see :mod:`privtune.report._markdown`)."""
+        from privtune.report._markdown import render_markdown
+
+        return render_markdown(self)
+
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
+        """One self-contained HTML page with plots (inline CSS, PNG data URIs, no external request).
+
+        Parameters
+        ----------
+        path : str, os.PathLike or None, default=None
+            If given, the page is also written there (UTF-8).
+
+        Returns
+        -------
+        str
+            The page.
+
+        Raises
+        ------
+        ImportError
+            If matplotlib is not installed (``pip install privtune[report]``).
+        """
+        from privtune.report._html import render_html
+
+        page = render_html(self)
+        if path is not None:
+            with open(path, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(page)
+        return page
+
+    def write(self, destination: str | os.PathLike[str], *,
+              formats: tuple[str, ...] = ("json", "md", "html")) -> dict[str, str]:
+        """Write the report as ``.json``, ``.md`` and ``.html`` files.
+
+        Parameters
+        ----------
+        destination : str or os.PathLike
+            An existing directory (files ``tuning_report.<ext>`` inside it) or a
+            path prefix (files ``<prefix>.<ext>``; a trailing ``.json`` is dropped).
+        formats : tuple of {"json", "md", "html"}, default=("json", "md", "html")
+
+        Returns
+        -------
+        dict of {str: str}
+            Format -> path written.
+        """
+        bad = [f for f in formats if f not in ("json", "md", "html")]
+        if bad or not formats:
+            raise InvalidParameterError(
+                f"The 'formats' parameter of TuningReport.write must be a non-empty subset of "
+                f"('json', 'md', 'html'). Got {formats!r}.")
+        dest = os.fspath(destination)
+        if os.path.isdir(dest) or dest.endswith(os.sep):
+            os.makedirs(dest, exist_ok=True)
+            prefix = os.path.join(dest, "tuning_report")
+        else:
+            prefix = dest[:-5] if dest.endswith(".json") else dest
+            parent = os.path.dirname(prefix)
+            if parent:
+                os.makedirs(parent, exist_ok=True)
+        written: dict[str, str] = {}
+        for f in formats:
+            path = f"{prefix}.{f}"
+            if f == "html":
+                self.to_html(path)
+            else:
+                text = self.to_json() if f == "json" else self.to_markdown()
+                with open(path, "w", encoding="utf-8", newline="\n") as fh:
+                    fh.write(text)
+            written[f] = path
+        return written
+
+    # -- convenience views used by the renderers ---------------------------------------------
+    @property
+    def is_conditional(self) -> bool:
+        """True when the guarantee is conditional (Kusner et al. Alg. 1/2)."""
+        return self.guarantee.get("label") == "conditional"
+
+    @property
+    def is_seeded(self) -> bool:
+        """True when the run was seeded: reproducible, **not for release**."""
+        return bool(self.seed_policy.get("seeded"))
+
+    def phases(self) -> list[str]:
+        """Phases of ``budget["by_phase"]`` in ledger order (then any others, sorted)."""
+        by_phase = self.budget.get("by_phase", {})
+        order = list(dict.fromkeys(e.get("phase", "") for e in self.ledger))
+        first = [p for p in order if p in by_phase]
+        return first + sorted(p for p in by_phase if p not in first)
