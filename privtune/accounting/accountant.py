@@ -105,6 +105,7 @@ class _State:
         self.pld_fixed = _Sums()
         self.pld = None
         self.pld_pending: list[PrivacyEvent] = []
+        self.pld_all: tuple[PrivacyEvent, ...] = ()  # every PLD-bounded event, for the canonical total
         self.gauss_fixed = _Sums()
         self.gauss_precision = 0.0  # sum of 1 / noise_multiplier**2 over unsampled Gaussian events
         self.pld_non_gaussian = 0  # PLD-bounded events that are not unsampled Gaussians
@@ -138,6 +139,7 @@ class _State:
             self.rdp_fixed.add(fixed)
         if not conditional and pld_supported(e):
             self.pld_pending.append(e)
+            self.pld_all = self.pld_all + (e,)
         else:
             self.pld_fixed.add(fixed)
         precision = None if conditional else _gaussian_precision(e)
@@ -167,7 +169,27 @@ class _State:
         self.pld_pending = []
         return self.pld
 
-    def options(self, delta_budget: float, *, cheap_only: bool) -> list[tuple[float, float, str]]:
+    def canonical_pld(self) -> Any:
+        """The PLD of all events, independent of the order they arrived in (composition commutes).
+
+        Equal events are self-composed once per group and the groups composed in a
+        fixed order, so the reported total does not depend on scheduling (threads,
+        resumption); the incremental state used by ``check`` may differ from it in
+        the last digits, and both are valid pessimistic bounds.
+        """
+        from collections import Counter
+
+        groups = Counter(self.pld_all)
+        out = None
+        for event in sorted(groups, key=lambda e: repr(e.to_dict())):
+            p = to_pld(event, _PLD_INTERVAL)
+            if groups[event] > 1:
+                p = p.self_compose(groups[event])
+            out = p if out is None else out.compose(p)
+        return out
+
+    def options(self, delta_budget: float, *, cheap_only: bool,
+                canonical: bool = False) -> list[tuple[float, float, str]]:
         out: list[tuple[float, float, str]] = []
         if self.n == 0:
             return [(0.0, 0.0, "basic")]
@@ -192,7 +214,7 @@ class _State:
             if self.pld is None and not self.pld_pending:
                 out.append((eps_f, delta_f, "pld"))
             elif delta_budget - delta_f > 0:
-                pld = self._flush_pld()
+                pld = self.canonical_pld() if canonical else self._flush_pld()
                 out.append((eps_f + max(0.0, pld.get_epsilon_for_delta(delta_budget - delta_f)),
                             delta_budget, "pld"))
         return out
@@ -204,7 +226,9 @@ class _State:
         cheap = self.options(delta_budget, cheap_only=True)
         if epsilon_ceiling is not None and any(fits(o) for o in cheap):
             return _best([o for o in cheap if fits(o)])
-        allopts = cheap + [o for o in self.options(delta_budget, cheap_only=False) if o[2] == "pld"]
+        canonical = epsilon_ceiling is None  # a reported total: make it independent of arrival order
+        allopts = cheap + [o for o in self.options(delta_budget, cheap_only=False, canonical=canonical)
+                           if o[2] == "pld"]
         allopts = [o for o in allopts if o[1] <= delta_budget * (1 + BUDGET_RTOL)]
         if not allopts:
             return (math.inf, delta_budget, "none")

@@ -125,6 +125,16 @@ class PrivateSearchCV(BaseSearchCV):
     validation_size : float in (0, 1), default=0.3
         When ``fit`` receives no explicit validation set, the share of rows put
         in it by a random split that never looks at values.
+    cv : int or None, default=None
+        Cross-validation over one sensitive data set: k folds made by a shuffled
+        ``KFold`` that never looks at values (never stratified: that reads the
+        labels). Every row is then both a training and a validation row, so it
+        needs ``sensitive="both"`` and a privtune DP estimator; the score is the
+        mean over folds, with sensitivity ``scorer sensitivity(min fold size) / k``.
+    cv_validation_share : float in (0, 1), default=0.5
+        With ``cv``: share of (epsilon, delta) for the validation releases; the
+        training fits get the rest. The roles overlap, so the overall guarantee is
+        their composition (at most (epsilon, delta)), not their maximum.
     refit : bool, default=True
         Refit ``best_estimator_`` on the training data with ``best_params_``
         (charged to the training role when training data is sensitive).
@@ -237,6 +247,8 @@ class PrivateSearchCV(BaseSearchCV):
         min_class_size: int | None = None,
         sensitive: str = "validation",
         validation_size: float = 0.3,
+        cv: int | None = None,
+        cv_validation_share: float = 0.5,
         refit: bool = True,
         method_params: Mapping[str, Any] | None = None,
         accountant: Accountant | None = None,
@@ -262,6 +274,8 @@ class PrivateSearchCV(BaseSearchCV):
         self.min_class_size = min_class_size
         self.sensitive = sensitive
         self.validation_size = validation_size
+        self.cv = cv
+        self.cv_validation_share = cv_validation_share
         self.refit = refit
         self.method_params = method_params
         self.accountant = accountant
@@ -296,6 +310,15 @@ class PrivateSearchCV(BaseSearchCV):
         if self.sensitive not in _SENSITIVE:
             raise InvalidParameterError(
                 f"The 'sensitive' parameter of {owner} must be one of {list(_SENSITIVE)}. Got {self.sensitive!r}.")
+        if self.cv is not None:
+            cfg["cv"] = check_integer(self.cv, "cv", low=2, owner=owner)
+            cfg["cv_validation_share"] = check_real(self.cv_validation_share, "cv_validation_share", low=0.0,
+                                                    high=1.0, owner=owner)
+            if self.sensitive != "both":
+                raise InvalidParameterError(
+                    f"cv={self.cv!r} makes every row both a training and a validation row, so it needs "
+                    f"sensitive='both' and a privtune DP estimator. Got sensitive={self.sensitive!r}; pass X_val "
+                    "(or use validation_size) for a validation-only search.")
         if self.sensitive in ("training", "both") and not _is_dp_estimator(self.estimator):
             raise InvalidParameterError(
                 f"sensitive={self.sensitive!r} declares the training data sensitive, but "
@@ -369,7 +392,7 @@ class PrivateSearchCV(BaseSearchCV):
         candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=self.candidate_grid,
                                    random_state=np.random.default_rng(seeds[1]))
         sensitivity = scorer.sensitivity(m, max(2, n_classes))
-        method = self._make_method(cfg, scorer, m, max(2, n_classes))
+        method = self._make_method(cfg, scorer, m, sensitivity, Budget(cfg["epsilon"], cfg["delta"]))
         plan = method.plan(candidates)
         phases: dict[str, list[Any]] = {}
         for ev, ph in plan:
@@ -426,15 +449,16 @@ class PrivateSearchCV(BaseSearchCV):
         val, tr = np.sort(perm[:m]), np.sort(perm[m:])
         return X[tr], y[tr], X[val], y[val]
 
-    def _make_method(self, cfg: dict[str, Any], scorer: BoundedScorer, m: int, n_classes: int) -> Any:
+    def _make_method(self, cfg: dict[str, Any], scorer: BoundedScorer, m: int, sensitivity: float,
+                     budget: Budget) -> Any:
         from privtune.bo import make_method
 
-        params: dict[str, Any] = {"epsilon": cfg["epsilon"], "n_iter": cfg["n_iter"]}
+        params: dict[str, Any] = {"epsilon": budget.epsilon, "n_iter": cfg["n_iter"]}
         if self.method != "lipschitz":
-            params["delta"] = cfg["delta"]
+            params["delta"] = budget.delta
             params["score_bounds"] = scorer.bounds
         if self.method in _METHOD_PARAMS_WITH_SENSITIVITY:
-            params["score_sensitivity"] = scorer.sensitivity(m, n_classes)
+            params["score_sensitivity"] = sensitivity
         if self.method == "lipschitz":
             params["n_validation"] = m
         params.update(dict(self.method_params or {}))
@@ -472,14 +496,30 @@ class PrivateSearchCV(BaseSearchCV):
         source = check_random_state(self.random_state, owner="PrivateSearchCV")
         X_tr, y_tr, X_v, y_v = self._validate_data(X, y, X_val, y_val)
         scorer: BoundedScorer = cfg["scorer"]
-        if X_v is None:
-            m = self._split_sizes(X_tr.shape[0], cfg["validation_size"])
-            n_train = X_tr.shape[0] - m
-        else:
-            m, n_train = int(X_v.shape[0]), int(X_tr.shape[0])
+        k = cfg.get("cv")
         n_classes = max(2, len(np.unique(y_tr)))  # the label set is public (the training labels, or all labels)
-        self.score_sensitivity_ = scorer.sensitivity(m, n_classes)
+        if k is not None:
+            if X_v is not None:
+                raise InvalidParameterError("Pass either cv or X_val/y_val to PrivateSearchCV.fit, not both.")
+            n = X_tr.shape[0]
+            if n < 2 * k:
+                raise InvalidParameterError(f"cv={k} needs at least {2 * k} samples (2 per fold); got {n}.")
+            m, n_train = n // k, n - (n + k - 1) // k  # the smallest validation fold, the smallest training part
+            # one row sits in one validation fold: the mean over k folds moves by at most 1/k of a fold's sensitivity
+            self.score_sensitivity_ = scorer.sensitivity(m, n_classes) / k
+        else:
+            if X_v is None:
+                m = self._split_sizes(X_tr.shape[0], cfg["validation_size"])
+                n_train = X_tr.shape[0] - m
+            else:
+                m, n_train = int(X_v.shape[0]), int(X_tr.shape[0])
+            self.score_sensitivity_ = scorer.sensitivity(m, n_classes)
         budget = Budget(cfg["epsilon"], cfg["delta"])
+        train_budget = budget
+        if k is not None:  # the roles overlap: split the budget, compose the two at the end
+            share = cfg["cv_validation_share"]
+            budget = Budget(cfg["epsilon"] * share, cfg["delta"] * share)
+            train_budget = Budget(cfg["epsilon"] * (1 - share), cfg["delta"] * (1 - share))
         study = journal = None
         if self.storage is not None:
             from privtune.storage import StudyStorage
@@ -495,18 +535,23 @@ class PrivateSearchCV(BaseSearchCV):
                 seeds = [int(g.integers(2**63)) for g in (source.numpy_generator(), source.numpy_generator())]
                 if study is not None:
                     study.put("seeds", seeds)
-            if X_v is None:
+            folds = None
+            if k is not None:
+                from sklearn.model_selection import KFold
+
+                folds = list(KFold(n_splits=k, shuffle=True, random_state=seeds[0] % 2**32).split(X_tr))
+            elif X_v is None:
                 X_tr, y_tr, X_v, y_v = self._split(X_tr, y_tr, m, np.random.default_rng(seeds[0]))
             candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=self.candidate_grid,
                                        random_state=np.random.default_rng(seeds[1]))
-            method = self._make_method(cfg, scorer, m, n_classes)
+            method = self._make_method(cfg, scorer, m, self.score_sensitivity_, budget)
             if study is not None:
                 journal = study.journal()
                 accountant = Accountant(budget, ledger=study.ledger)
             else:
                 accountant = self.accountant if self.accountant is not None else Accountant(budget)
-            return self._fit_search(cfg, scorer, method, budget, accountant, journal, study, candidates, source,
-                                    X_tr, y_tr, X_v, y_v, m, fit_params)
+            return self._fit_search(cfg, scorer, method, train_budget, accountant, journal, study, candidates,
+                                    source, X_tr, y_tr, X_v, y_v, m, fit_params, folds)
         finally:
             if study is not None:
                 study.close()
@@ -524,22 +569,34 @@ class PrivateSearchCV(BaseSearchCV):
                 "sensitive": self.sensitive, "seed": None if seed is None else int(seed)}
 
     def _fit_search(self, cfg, scorer, method, budget, accountant, journal, study, candidates, source,  # noqa: PLR0913
-                    X_tr, y_tr, X_v, y_v, m, fit_params) -> PrivateSearchCV:
-        train_acc = self._training_accountant(budget, cfg, method)
+                    X_tr, y_tr, X_v, y_v, m, fit_params, folds=None) -> PrivateSearchCV:
+        train_acc = self._training_accountant(budget, cfg, method, n_folds=len(folds) if folds else 1)
 
         estimator = self.estimator
 
-        def objective(params: Mapping[str, Any]) -> float:
+        def fit_and_score(params: Mapping[str, Any], Xa: Any, ya: Any, Xb: Any, yb: Any) -> float:
             est = clone(estimator).set_params(**params)
             if train_acc is not None:
-                est.set_params(accountant=train_acc)
+                est.set_params(accountant=train_acc)  # charges the shared training accountant before its access
             try:
-                est.fit(X_tr, y_tr, **fit_params)
-                return scorer(est, X_v, y_v)
+                est.fit(Xa, ya, **fit_params)
+                return scorer(est, Xb, yb)
             except Exception:  # noqa: BLE001 - the detail may depend on the data; never kept
                 if self.error_score == "raise":
                     raise
                 return scorer.bounds[0]
+
+        def objective(params: Mapping[str, Any]) -> float:
+            if folds is None:
+                return fit_and_score(params, X_tr, y_tr, X_v, y_v)
+            jobs = [(params, X_tr[tr], y_tr[tr], X_tr[va], y_tr[va]) for tr, va in folds]
+            if self.n_jobs in (None, 1):
+                scores = [fit_and_score(*j) for j in jobs]
+            else:  # threads share the training accountant; processes would charge copies of it
+                from joblib import Parallel, delayed
+
+                scores = Parallel(n_jobs=self.n_jobs, backend="threading")(delayed(fit_and_score)(*j) for j in jobs)
+            return float(np.mean(scores))
 
         progress = _Progress(cfg["n_iter"], cfg["verbose"] >= 1 and method.name != "random")
         user_callbacks = list(self.callbacks or [])
@@ -554,7 +611,7 @@ class PrivateSearchCV(BaseSearchCV):
                 stop = bool(cb(record)) or stop
             return stop
 
-        mapper = self._mapper() if (self.n_jobs not in (None, 1)) else None
+        mapper = self._mapper(threads=train_acc is not None) if (self.n_jobs not in (None, 1)) else None
         t_search = time.perf_counter()
         release = method.run(objective, candidates, accountant=accountant, random_state=source,
                              callback=callback, mapper=mapper, journal=journal)
@@ -598,26 +655,28 @@ class PrivateSearchCV(BaseSearchCV):
                      release.guarantee, self.privacy_spent_["overall"].epsilon)
         return self
 
-    def _training_accountant(self, budget: Budget, cfg: dict[str, Any], method: Any) -> Accountant | None:
+    def _training_accountant(self, budget: Budget, cfg: dict[str, Any], method: Any,
+                             n_folds: int = 1) -> Accountant | None:
         if self.sensitive == "validation":
             return None
         acc = Accountant(budget)
         eps_fit = self.estimator.get_params().get("epsilon")
         if isinstance(eps_fit, (int, float)) and eps_fit > 0:  # refuse an unaffordable plan up front
-            n_fits = cfg["n_iter"] + (1 if self.refit else 0)
-            if method.name == "lipschitz":
-                n_fits += cfg["n_candidates"]
+            n_evals = cfg["n_iter"] + (cfg["n_candidates"] if method.name == "lipschitz" else 0)
+            n_fits = n_evals * n_folds + (1 if self.refit else 0)
             acc.check(SelfComposedEvent(event=EpsilonDeltaEvent(epsilon=float(eps_fit), label="one DP fit"),
                                         count=n_fits, relation="replace_one"))
         return acc
 
-    def _mapper(self) -> Callable[..., list[Any]]:
+    def _mapper(self, threads: bool = False) -> Callable[..., list[Any]]:
+        """A joblib map; threads when fits charge a shared training accountant (processes would charge copies)."""
         from joblib import Parallel, delayed
 
         n_jobs = self.n_jobs
+        backend = "threading" if threads else None
 
         def mapper(fn: Callable[[Any], float], items: Sequence[Any]) -> list[Any]:
-            return list(Parallel(n_jobs=n_jobs)(delayed(fn)(it) for it in items))
+            return list(Parallel(n_jobs=n_jobs, backend=backend)(delayed(fn)(it) for it in items))
         return mapper
 
     def _cv_results(self, release: Any, candidates: Any) -> dict[str, Any]:
@@ -656,9 +715,15 @@ class PrivateSearchCV(BaseSearchCV):
         return out
 
     def _privacy_spent(self, accountant: Accountant, train_acc: Accountant | None) -> dict[str, Budget]:
+        from privtune.accounting import compose_events
+
         val = accountant.spent_where(lambda e: e.role in (None, "validation"))
         train = train_acc.spent if train_acc is not None else Budget(0.0, 0.0)
-        overall = Budget(max(val.epsilon, train.epsilon), max(val.delta, train.delta))
+        if self.cv is not None and train_acc is not None:  # overlapping roles: sequential composition
+            events = [e.event for e in accountant.entries] + [e.event for e in train_acc.entries]
+            overall = compose_events(events, delta=accountant.budget.delta + train_acc.budget.delta)
+        else:  # disjoint roles: parallel composition
+            overall = Budget(max(val.epsilon, train.epsilon), max(val.delta, train.delta))
         return {"validation": val, "training": train, "overall": overall}
 
     def _report(self, cfg: dict[str, Any], release: Any, scorer: BoundedScorer, m: int, n_train: int) -> dict[str, Any]:

@@ -291,3 +291,57 @@ def test_training_sensitive_search_with_a_dp_estimator(data):
             n_iter=3,
             n_candidates=16,
         ).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+
+
+def test_cross_validation_over_one_sensitive_dataset(data):
+    from privtune.accounting import compose_events
+    from privtune.linear_model import DPLogisticRegression
+
+    X_tr, y_tr, _, _ = data
+    X = X_tr / np.abs(X_tr).sum(1, keepdims=True)
+    kw = dict(sensitive="both", cv=3, epsilon=2.0, n_iter=3, n_candidates=8, random_state=0)
+    s = PrivateSearchCV(
+        DPLogisticRegression(epsilon=0.05, classes=[0, 1], random_state=0), {"C": Real(0.1, 100, log=True)}, **kw
+    ).fit(X, y_tr)
+    n = X.shape[0]
+    assert s.score_sensitivity_ == pytest.approx(1 / (n // 3) / 3)  # one row, one fold, mean over 3 folds
+    # 3 evaluations x 3 folds + the refit at 0.05 each (PLD at the training delta is a little below the sum)
+    assert 0.49 < s.privacy_spent_["training"].epsilon <= 0.05 * (3 * 3 + 1)
+    assert s.privacy_spent_["validation"].epsilon == pytest.approx(1.0)  # half of the budget
+    events = [e.event for e in s.accountant_.entries] + [e.event for e in s.training_accountant_.entries]
+    assert s.privacy_spent_["overall"] == compose_events(events, delta=1e-6)  # roles overlap: composed
+    assert s.privacy_spent_["overall"].epsilon <= 2.0
+    threads = PrivateSearchCV(
+        DPLogisticRegression(epsilon=0.05, classes=[0, 1], random_state=0),
+        {"C": Real(0.1, 100, log=True)},
+        n_jobs=2,
+        **kw,
+    ).fit(X, y_tr)
+    assert threads.best_params_ == s.best_params_ and threads.privacy_spent_ == s.privacy_spent_
+    with pytest.raises(InvalidParameterError, match="sensitive='both'"):
+        PrivateSearchCV(SVC(random_state=0), SPACE, cv=3).fit(X, y_tr)
+    with pytest.raises(InvalidParameterError, match="either cv or X_val"):
+        PrivateSearchCV(DPLogisticRegression(epsilon=0.05), {"C": Real(0.1, 100, log=True)}, **kw).fit(
+            X, y_tr, X_val=X[:10], y_val=y_tr[:10]
+        )
+
+
+def test_training_sensitive_parallel_search_charges_the_real_accountant(data):
+    """Workers must charge the shared training accountant, not copies of it (threads, not processes)."""
+    from privtune.linear_model import DPLogisticRegression
+
+    X_tr, y_tr, X_val, y_val = data
+    X_tr = X_tr / np.abs(X_tr).sum(1, keepdims=True)
+    X_val = X_val / np.abs(X_val).sum(1, keepdims=True)
+    s = PrivateSearchCV(
+        DPLogisticRegression(epsilon=0.1, classes=[0, 1]),
+        {"C": Real(0.1, 100, log=True)},
+        sensitive="both",
+        method="random",
+        epsilon=1.0,
+        n_iter=4,
+        n_candidates=8,
+        n_jobs=2,
+        random_state=0,
+    ).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    assert s.privacy_spent_["training"].epsilon == pytest.approx(0.1 * 5)  # 4 fits + refit, all recorded
