@@ -242,7 +242,8 @@ def test_verbose_progress_bar_shows_no_scores(data, capsys):
     assert "3/3" in err and "eps spent" in err
 
 
-def test_dask_backend_gives_the_same_results(data):
+def test_dask_backend_gives_the_same_results(data, tmp_path):
+    """The same stored study on a 2-worker LocalCluster over loopback; the ledger stays in this process."""
     pytest.importorskip("dask.distributed")
     import joblib
     from dask.distributed import Client, LocalCluster
@@ -257,9 +258,15 @@ def test_dask_backend_gives_the_same_results(data):
         Client(cluster),
         joblib.parallel_backend("dask"),
     ):
-        remote = PrivateSearchCV(SVC(random_state=0), SPACE, **kw).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+        remote = PrivateSearchCV(
+            SVC(random_state=0), SPACE, storage=str(tmp_path / "dask.sqlite"), study_name="d", **kw
+        ).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
     assert remote.best_params_ == local.best_params_ and remote.best_score_ == local.best_score_
     assert json.dumps(remote.summary_["ledger"]) == json.dumps(local.summary_["ledger"])
+    from privtune.accounting import SQLiteLedger
+
+    stored = [e.event for e in SQLiteLedger(tmp_path / "dask.sqlite", study="d").entries()]
+    assert stored == [e.event for e in remote.accountant_.entries]  # charged once, by the controlling process
 
 
 def test_training_sensitive_search_with_a_dp_estimator(data):
