@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from privtune.bo._base import ReleaseMethod
 from privtune.bo.engine import UCBEngine
@@ -47,16 +50,17 @@ class GPMethod(ReleaseMethod):
 
     def gamma_T(self, candidates: CandidateSet, T: int, noise_var: float) -> float:
         """The information-gain bound used: greedy / (1 - 1/e) over the candidate set (data-independent)."""
-        return _gamma_cached(id(candidates), candidates, self.kernel, T, noise_var)
-
-
+        return _gamma_cached(candidates, self.kernel, T, noise_var)
 
 
 _GAMMA_CACHE: dict[tuple, float] = {}
 
 
-def _gamma_cached(cid: int, candidates: CandidateSet, kernel: MultiTaskKernel, T: int, noise_var: float) -> float:
-    key = (cid, len(candidates), repr(kernel), int(T), float(noise_var))
+def _gamma_cached(candidates: CandidateSet, kernel: MultiTaskKernel, T: int, noise_var: float) -> float:
+    # Keyed on the candidates' contents (never on id(), which Python reuses): a stale, smaller gamma_T would
+    # shrink gp-ucb's Laplace noise below what the guarantee needs.
+    X = np.ascontiguousarray(candidates.X, dtype=np.float64)
+    key = (hashlib.sha256(X.tobytes()).hexdigest(), X.shape, repr(kernel), int(T), float(noise_var))
     if key not in _GAMMA_CACHE:
         if len(_GAMMA_CACHE) > 32:
             _GAMMA_CACHE.clear()

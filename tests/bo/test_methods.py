@@ -175,3 +175,22 @@ def test_non_finite_scores_count_as_the_lower_bound(cands2d):
     rel = RandomSearch(epsilon=1e6, n_iter=4, score_sensitivity=1e-6).run(lambda p: float("nan"), cands2d,
                                                                          random_state=0)
     assert rel.score == pytest.approx(0.0, abs=1e-3)
+
+
+def test_gamma_t_cache_never_serves_another_candidate_set():
+    """gamma_T is cached; a different candidate set of the same size must never get a stale value."""
+    import gc
+
+    from privtune.gp import gamma_T
+
+    m = GPUCB(epsilon=1.0, delta=1e-6, n_iter=5)
+    space = SearchSpace({"x": Real(0.0, 1.0)})
+    values = []
+    for seed in range(6):
+        cands = candidate_set(space, 16, random_state=seed)
+        got = m.gamma_T(cands, 5, 0.01)
+        assert got == pytest.approx(gamma_T(cands.X, 5, 0.01, kernel=m.kernel).bound, rel=1e-12)
+        values.append(got)
+        del cands
+        gc.collect()  # ids are recycled after collection
+    assert len(set(values)) > 1
