@@ -49,24 +49,36 @@ class DPOptimizeResult:
     step_sizes, momentums : ndarray of shape (n_iter,)
         Step size and momentum used at each step (momentum 0 at a MASG restart).
     step_epsilons : ndarray of shape (n_iter,)
-        Privacy cost of each step *after* amplification by subsampling; they
-        sum to ``epsilon``.
+        Laplace: privacy cost of each step *after* amplification by
+        subsampling; they sum to ``epsilon``. Gaussian: each step's share of
+        ``epsilon`` in proportion to its zCDP ``rho_t`` (they sum to
+        ``epsilon`` but are not per-step guarantees).
     noise_scales : ndarray of shape (n_iter,)
-        Laplace scale ``b_t`` of each step (per coordinate; variance ``2 b_t**2``).
+        Laplace scale ``b_t`` of each step (per coordinate; variance ``2 b_t**2``),
+        or the Gaussian standard deviation ``sigma_t`` with ``noise="gaussian"``.
     events : tuple of PrivacyEvent
         One event per step, in order.
     privacy_event : PrivacyEvent
         The composition of ``events`` (what was charged to the accountant).
     epsilon : float
-        Total privacy cost (pure, ``delta = 0``) by basic composition.
+        Total privacy cost: pure (``delta = 0``) by basic composition for
+        Laplace; the exact composition at ``delta`` for Gaussian.
     sensitivity : float
-        Per-example L1 sensitivity ``S_1`` of the gradient of the data term.
+        Per-example L1 sensitivity ``S_1`` (Laplace) or L2 sensitivity
+        ``S_2`` (Gaussian) of the gradient of the data term.
     batch_size : int
     n_samples : int
     smoothness, strong_convexity : float
         The public constants ``L`` and ``mu`` the schedule was built from.
     seeded : bool
         True when the noise came from a seeded generator (not for release).
+    extra : dict
+        Public diagnostics (declared constants; for Gaussian also the
+        per-step ``noise_multipliers`` and ``precision_shares``).
+    noise : {"laplace", "gaussian"}
+        The noise kind (``"gaussian"`` is privtune's extension).
+    delta : float
+        The delta of the guarantee (0 for Laplace).
     """
 
     x: np.ndarray
@@ -90,6 +102,8 @@ class DPOptimizeResult:
     strong_convexity: float
     seeded: bool
     extra: dict = field(default_factory=dict)
+    noise: str = "laplace"
+    delta: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("x", "iterates", "query_points", "noisy_gradients", "step_sizes", "momentums",

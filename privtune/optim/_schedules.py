@@ -22,6 +22,14 @@ Conventions follow the seed-002 spec (section 2):
   ``eps0_t = ln(1 + (e**eps_t - 1) n / m)`` on the batch mean (sensitivity
   ``S_1 / m``), which is exact inversion, so the amplified costs sum to
   ``epsilon`` (spec P4).
+* Gaussian (zCDP) variant -- **privtune's extension, not in the paper** (spec
+  section 6, [ours]): minimising ``sum_t a_{T,t} sigma_t**2`` subject to a total
+  zCDP ``rho = sum_t rho_t`` gives ``rho_t`` proportional to ``a_{T,t}**(1/2)``
+  (instead of ``a**(1/3)``), with the bound
+  ``a_{T,0} E_0 + (d / 2) Delta**2 (sum_j a_{T,j}**(1/2))**2 / P`` where
+  ``Delta`` is the per-step L2 sensitivity of the mean gradient and
+  ``P = sum_t 1 / nm_t**2 = 2 rho`` the total Gaussian precision
+  (:func:`opt_split_gaussian`).
 """
 
 from __future__ import annotations
@@ -32,7 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
-__all__ = ["Schedule", "step_schedule", "uniform_split", "opt_split", "base_epsilon", "SOLVERS"]
+__all__ = ["Schedule", "step_schedule", "uniform_split", "opt_split", "opt_split_gaussian", "base_epsilon",
+           "SOLVERS"]
 
 SOLVERS = ("gd", "hb", "nag", "nag-opt", "masg", "masg-opt")
 
@@ -138,7 +147,7 @@ def opt_split(sched: Schedule, *, epsilon: float, mu: float, smoothness: float, 
     cap of :func:`_max_useful_horizon`), and ``eps_t`` is proportional to
     ``a_{T*,t}**(1/3)``; the returned ``eps_t`` sum to ``epsilon``.
     """
-    horizon = _max_useful_horizon(sched, mu, smoothness)
+    horizon = _max_useful_horizon(sched, mu, smoothness, power=1.0 / 3.0)
     if select_horizon:
         A, B, la0 = _profile(sched.head(horizon), mu, smoothness)
         lse = A / 3.0 + np.logaddexp.accumulate(B / 3.0)  # LSE_{t<=tau} log a'_{tau,t} / 3
@@ -156,7 +165,39 @@ def opt_split(sched: Schedule, *, epsilon: float, mu: float, smoothness: float, 
 MIN_RELATIVE_SHARE = 2.0**-40
 
 
-def _max_useful_horizon(sched: Schedule, mu: float, smoothness: float) -> int:
+def opt_split_gaussian(sched: Schedule, *, precision: float, mu: float, smoothness: float, sensitivity: float,
+                       n: int, dim: int, initial_gap: float, select_horizon: bool = True,
+                       max_log_ratio: float | None = None) -> tuple[int, np.ndarray]:
+    """``(T*, w_t)`` of the Gaussian (zCDP) opt split -- privtune's extension, not in the paper.
+
+    ``w_t`` (summing to 1) is the share of the total precision ``P = 1 / nm**2``
+    (equivalently of the total zCDP ``rho = P / 2``) given to step ``t``:
+    ``w_t`` proportional to ``a_{T*,t}**(1/2)`` (spec section 6, [ours]), so step
+    ``t`` has noise multiplier ``nm / sqrt(w_t)``. ``T*`` minimises
+    ``a_{T',0} E_0 + (d / 2) (sensitivity / n)**2 (sum_j a_{T',j}**(1/2))**2 / P``
+    over ``1 <= T' <= T`` (the Gaussian analogue of (4.6), in (4.2)'s
+    convention ``b_t**2 d = E||eta_t||**2 / 2``); ``sensitivity`` is the
+    per-example L2 sensitivity of the data-term gradient. Public constants only.
+    ``max_log_ratio`` caps ``log(max_t w_t / min_t w_t)`` (default ``40 ln 2``)
+    through the horizon, like :func:`_max_useful_horizon`.
+    """
+    horizon = _max_useful_horizon(sched, mu, smoothness, power=0.5, max_log_ratio=max_log_ratio)
+    if select_horizon:
+        A, B, la0 = _profile(sched.head(horizon), mu, smoothness)
+        lse = A / 2.0 + np.logaddexp.accumulate(B / 2.0)  # LSE_{t<=tau} log a'_{tau,t} / 2
+        noise = (2.0 * lse + 2.0 * math.log(sensitivity / n) + math.log(dim) - math.log(2.0)
+                 - math.log(precision))
+        scores = np.logaddexp(noise, math.log(initial_gap) + la0)
+        t_star = int(np.argmin(scores)) + 1
+    else:
+        t_star = horizon
+    la, _ = _log_coefficients(sched, t_star, mu, smoothness)
+    w = np.exp(la / 2.0 - logsumexp(la / 2.0))
+    return t_star, w / math.fsum(w)
+
+
+def _max_useful_horizon(sched: Schedule, mu: float, smoothness: float, power: float = 1.0 / 3.0,
+                        max_log_ratio: float | None = None) -> int:
     """Largest ``tau`` whose optimal split gives every step at least ``MIN_RELATIVE_SHARE`` of the largest share.
 
     On well-conditioned problems ``a_{tau,1} / a_{tau,tau}`` decays geometrically, and a long horizon
@@ -165,8 +206,10 @@ def _max_useful_horizon(sched: Schedule, mu: float, smoothness: float) -> int:
     instead (a deviation from the paper, which has no such cap). Public constants only.
     """
     _, B, _ = _profile(sched, mu, smoothness)
-    spread = (np.maximum.accumulate(B) - np.minimum.accumulate(B)) / 3.0  # A_tau cancels in the ratio
-    ok = np.nonzero(spread <= -math.log(MIN_RELATIVE_SHARE))[0]
+    spread = (np.maximum.accumulate(B) - np.minimum.accumulate(B)) * power  # A_tau cancels in the ratio
+    limit = -math.log(MIN_RELATIVE_SHARE) if max_log_ratio is None else min(max_log_ratio,
+                                                                          -math.log(MIN_RELATIVE_SHARE))
+    ok = np.nonzero(spread <= max(limit, 0.0))[0]
     return int(ok[-1]) + 1
 
 

@@ -1,4 +1,4 @@
-r"""Differentially private (accelerated) gradient methods of Kuru et al. (2022), pure epsilon-DP.
+r"""DP (accelerated) gradient methods of Kuru et al. (2022): pure epsilon-DP, plus a Gaussian variant.
 
 The functions here minimise the L2-regularised empirical risk of a linear model
 with a margin loss (logistic or smoothed hinge),
@@ -17,6 +17,16 @@ Every function builds **all** its privacy events before touching the data,
 calls ``accountant.check`` on their composition while only the (public) shape of
 ``X`` has been read, validates the data, then charges the composed event **once,
 up front** with ``accountant.spend`` (write-ahead: before the first gradient).
+
+Gaussian (zCDP) variant -- **privtune's extension, not from the paper** (spec
+section 6, [ours]): ``noise="gaussian"`` with ``delta > 0`` adds exact discrete
+Gaussian noise calibrated on the per-step **L2** sensitivity ``2 R_2 / n`` (``R_2``
+the declared L2 row bound ``data_norm_l2``, else ``data_norm``, rows clipped to
+both). The whole run is one Gaussian mechanism of multiplier ``nm`` with
+``1 / nm**2 = sum_t 1 / nm_t**2``, calibrated analytically at
+``(epsilon (1 - 1e-3), delta)``; its precision (i.e. zCDP ``rho``) is split
+uniformly, or ``rho_t`` proportional to ``a_{T,t}**(1/2)`` for the ``*-opt``
+solvers. Full batch only (no accounted amplification for Gaussian steps here).
 
 Deviations from the paper (see the seed-002 spec, P1, P2, P10, P11):
 
@@ -50,15 +60,18 @@ from typing import Any
 
 import numpy as np
 
-from privtune.accounting.accountant import Accountant
+from privtune.accounting.accountant import Accountant, compose_events
 from privtune.accounting.events import (
     ComposedEvent,
+    GaussianEvent,
     LaplaceEvent,
     PrivacyEvent,
     SampledWithoutReplacementEvent,
     SelfComposedEvent,
 )
 from privtune.exceptions import InvalidParameterError
+from privtune.mechanisms._samplers import GRID_HEADROOM, MAX_GAUSSIAN_GRID_EXPONENT
+from privtune.mechanisms.gaussian import Gaussian, calibrate_analytic_gaussian
 from privtune.mechanisms.laplace import Laplace
 from privtune.optim._losses import MarginLoss, clip_rows, get_loss, l1_bound_of
 from privtune.optim._result import DPOptimizeResult
@@ -66,11 +79,12 @@ from privtune.optim._schedules import (
     SOLVERS,
     base_epsilon,
     opt_split,
+    opt_split_gaussian,
     step_schedule,
     uniform_split,
 )
 from privtune.utils._random import check_random_state
-from privtune.utils._validation import check_epsilon, check_integer, check_real
+from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
 
 __all__ = [
     "dp_accelerated",
@@ -84,6 +98,10 @@ __all__ = [
 
 _OUTPUTS = ("last", "tail_average")
 _CLIPS = ("rows", "raise")
+_NOISES = ("laplace", "gaussian")
+#: The Gaussian plan is calibrated at ``epsilon * (1 - GAUSSIAN_SLACK)``, so that float rounding of the
+#: per-step split can never push the exactly composed epsilon above ``epsilon``.
+GAUSSIAN_SLACK = 1e-3
 #: Test-only switch: the noiseless runner refuses to run unless a test sets this to True.
 _ALLOW_NOISELESS = False
 
@@ -138,9 +156,23 @@ class _Plan:
 def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, data_norm: float,
                data_norm_l2: float | None, loss: str, smoothing: float, n_iter: int, batch_size: int | None,
                step_scale: float, initial_gap: float | None, x0: Any, masg_p: int, clip: str, output: str,
-               accountant: Any, random_state: Any, owner: str) -> _Plan:
+               accountant: Any, random_state: Any, owner: str, noise: str = "laplace",
+               delta: float | None = None) -> _Plan:
     _choice(solver, "solver", SOLVERS, owner)
+    kind = _choice(noise, "noise", _NOISES, owner)
     eps = check_epsilon(epsilon, owner=owner)
+    if kind == "gaussian":
+        if delta is None:
+            raise InvalidParameterError(
+                f"The 'delta' parameter of {owner} is required (a float in the range (0.0, 1.0)) with "
+                "noise='gaussian'.")
+        dlt = check_delta(delta, owner=owner, allow_zero=False)
+    else:
+        if delta is not None and check_delta(delta, owner=owner) != 0.0:
+            raise InvalidParameterError(
+                f"The 'delta' parameter of {owner} must be None or 0 with noise='laplace' (pure epsilon-DP). "
+                f"Got {delta!r} instead; use noise='gaussian' for (epsilon, delta)-DP.")
+        dlt = 0.0
     mu = check_real(alpha, "alpha", low=0.0, owner=owner)
     r1 = check_real(data_norm, "data_norm", low=0.0, owner=owner)
     r2 = r1 if data_norm_l2 is None else check_real(data_norm_l2, "data_norm_l2", low=0.0, owner=owner)
@@ -152,6 +184,11 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
     _choice(clip, "clip", _CLIPS, owner)
     _choice(output, "output", _OUTPUTS, owner)
     m = n if batch_size is None else check_integer(batch_size, "batch_size", low=1, high=n, owner=owner)
+    if kind == "gaussian" and m < n:
+        raise InvalidParameterError(
+            f"The 'batch_size' parameter of {owner} must be None (or n_samples) with noise='gaussian': "
+            "amplification by sampling without replacement of Gaussian steps is not accounted exactly by "
+            "privtune's accountant, so mini-batches are only available with noise='laplace'.")
     if accountant is not None and not isinstance(accountant, Accountant):
         raise InvalidParameterError(
             f"The 'accountant' parameter of {owner} must be a privtune.accounting.Accountant or None. "
@@ -173,6 +210,10 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
     source = check_random_state(random_state, owner=owner)
 
     sched = step_schedule(solver, horizon, c, smooth, mu, p)
+    if kind == "gaussian":
+        return _gaussian_plan(solver=solver, n=n, d=d, m=m, eps=eps, dlt=dlt, mu=mu, r1=r1, r2=r2,
+                              lossf=lossf, horizon=horizon, sched=sched, smooth=smooth, e0=e0, w0=w0,
+                              clip=clip, output=output, source=source, owner=owner)
     if solver.endswith("-opt"):
         t_used, eps_t = opt_split(sched, epsilon=eps, mu=mu, smoothness=smooth, sensitivity=sens, n=n,
                                   dim=d, initial_gap=e0)
@@ -197,7 +238,57 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
     return _Plan(solver=solver, n=n, d=d, m=m, epsilon=eps, mu=mu, r1=r1, r2=r2, loss=lossf,
                  horizon=horizon, sched=sched, t_used=t_used, eps0=eps0, mechs=mechs, events=tuple(events),
                  total=total, step_costs=step_costs, sens=sens, smooth=smooth, e0=e0, w0=w0, clip=clip,
-                 output=output, source=source, owner=owner)
+                 output=output, source=source, owner=owner, noise="laplace", delta=0.0,
+                 total_epsilon=math.fsum(step_costs), noise_scales=np.array([mech.scale for mech in mechs]))
+
+
+def _gaussian_plan(*, solver: str, n: int, d: int, m: int, eps: float, dlt: float, mu: float, r1: float,
+                   r2: float, lossf: MarginLoss, horizon: int, sched: Any, smooth: float, e0: float,
+                   w0: np.ndarray, clip: str, output: str, source: Any, owner: str) -> _Plan:
+    """The Gaussian (zCDP) plan -- privtune's extension, not in the paper (internal).
+
+    Per-example L2 sensitivity of the data-term gradient ``S_2 = 2 R_2`` (``R_2``
+    the declared L2 row bound ``data_norm_l2``, else ``data_norm``, since
+    ``||u||_2 <= ||u||_1``); the full-batch mean has L2 sensitivity ``S_2 / n``.
+    The whole run is one Gaussian mechanism with ``1 / nm**2 = sum_t 1 / nm_t**2``
+    (Dong, Roth & Su 2019), calibrated analytically at ``(epsilon (1 - 1e-3), delta)``;
+    the precision ``1 / nm**2`` (i.e. the zCDP ``rho``) is split across steps
+    uniformly, or proportionally to ``a_{T,t}**(1/2)`` for the ``*-opt`` solvers.
+    """
+    sens2 = 2.0 * r2
+    nm = calibrate_analytic_gaussian(epsilon=eps * (1.0 - GAUSSIAN_SLACK), delta=dlt)
+    precision = 1.0 / (nm * nm)
+    if solver.endswith("-opt"):
+        # The exact grid sampler needs nm_t <= nm_cap (grid exponent <= 30); nm_t <= nm sqrt(T / ratio)
+        # with ratio = min_t w_t / max_t w_t, so cap the horizon at log(1/ratio) <= log(nm_cap**2 / (T nm**2)).
+        nm_cap = 2.0**MAX_GAUSSIAN_GRID_EXPONENT * GRID_HEADROOM / ((1.0 + GRID_HEADROOM) * 2.0 * math.sqrt(d))
+        max_log_ratio = 2.0 * math.log(0.99 * nm_cap / nm) - math.log(horizon)
+        t_used, shares = opt_split_gaussian(sched, precision=precision, mu=mu, smoothness=smooth,
+                                            sensitivity=sens2, n=n, dim=d, initial_gap=e0,
+                                            max_log_ratio=max_log_ratio)
+        sched = sched.head(t_used)
+        nms = [nm / math.sqrt(float(w)) for w in shares]
+    else:
+        t_used = horizon
+        shares = np.full(horizon, 1.0 / horizon)
+        nms = [nm * math.sqrt(horizon)] * horizon
+    mechs = [Gaussian.from_noise_multiplier(v, sensitivity=sens2 / m, random_state=source) for v in nms]
+    for mech in mechs:
+        mech.grid_spacing(d)  # the exact grid must exist for every step: refuse now, before any spending
+    events: list[PrivacyEvent] = [GaussianEvent(noise_multiplier=v) for v in nms]
+    label = f"Kuru et al. 2022 DP-{solver.upper()}, Gaussian variant ({t_used} steps, batch {m} of {n})"
+    if len(set(nms)) == 1:
+        total: PrivacyEvent = SelfComposedEvent(event=events[0], count=t_used, label=label)
+    else:
+        total = ComposedEvent(events=tuple(events), label=label)
+    eps_total = compose_events([total], delta=dlt, method="gaussian").epsilon
+    step_costs = eps_total * np.asarray(shares, dtype=float)  # shares of the budget, not per-step guarantees
+    return _Plan(solver=solver, n=n, d=d, m=m, epsilon=eps, mu=mu, r1=r1, r2=r2, loss=lossf,
+                 horizon=horizon, sched=sched, t_used=t_used, eps0=None, mechs=mechs, events=tuple(events),
+                 total=total, step_costs=step_costs, sens=sens2, smooth=smooth, e0=e0, w0=w0, clip=clip,
+                 output=output, source=source, owner=owner, noise="gaussian", delta=dlt,
+                 total_epsilon=eps_total, noise_scales=np.array([mech.sigma for mech in mechs]),
+                 noise_multipliers=np.array(nms), precision_shares=np.asarray(shares, dtype=float))
 
 
 # ----------------------------------------------------------------------------- the loop
@@ -238,6 +329,10 @@ def _execute(plan: _Plan, U: np.ndarray, z: np.ndarray, *, noise: bool) -> DPOpt
         queries[t] = q
         grads[t] = g_tilde
         moms[t] = b_used
+    extra = {"initial_gap": plan.e0, "data_norm": plan.r1, "data_norm_l2": plan.r2, "noise": noise}
+    if plan.noise == "gaussian":
+        extra["noise_multipliers"] = plan.noise_multipliers.copy()
+        extra["precision_shares"] = plan.precision_shares.copy()
     if plan.output == "last":
         out = iterates[-1]
     else:
@@ -246,14 +341,14 @@ def _execute(plan: _Plan, U: np.ndarray, z: np.ndarray, *, noise: bool) -> DPOpt
     return DPOptimizeResult(
         x=out, solver=plan.solver, n_iter=T, horizon=plan.horizon, iterates=iterates, query_points=queries,
         noisy_gradients=grads, step_sizes=sched.alphas, momentums=moms, step_epsilons=plan.step_costs,
-        noise_scales=np.array([mech.scale for mech in plan.mechs]), events=plan.events,
-        privacy_event=plan.total, epsilon=math.fsum(plan.step_costs), sensitivity=plan.sens, batch_size=m,
+        noise_scales=plan.noise_scales, events=plan.events,
+        privacy_event=plan.total, epsilon=plan.total_epsilon, sensitivity=plan.sens, batch_size=m,
         n_samples=n, smoothness=plan.smooth, strong_convexity=plan.mu, seeded=bool(plan.source.seeded),
-        extra={"initial_gap": plan.e0, "data_norm": plan.r1, "data_norm_l2": plan.r2, "noise": noise},
+        extra=extra, noise=plan.noise, delta=plan.delta,
     )
 
 
-def _run(X: Any, y: Any, *, noise: bool, accountant: Any, phase: str, **kw: Any) -> DPOptimizeResult:
+def _run(X: Any, y: Any, *, add_noise: bool, accountant: Any, phase: str, **kw: Any) -> DPOptimizeResult:
     owner = kw.pop("owner")
     n, d = _public_shape(X, owner)
     if not isinstance(phase, str):
@@ -265,7 +360,7 @@ def _run(X: Any, y: Any, *, noise: bool, accountant: Any, phase: str, **kw: Any)
     U = clip_rows(U, plan.r1, plan.r2, mode=plan.clip, owner=owner)
     if accountant is not None:
         accountant.spend(plan.total, phase=phase, role="training")  # write-ahead, before the first gradient
-    return _execute(plan, U, z, noise=noise)
+    return _execute(plan, U, z, noise=add_noise)
 
 
 def _noiseless_run_for_tests(X: Any, y: Any, **kw: Any) -> DPOptimizeResult:
@@ -278,13 +373,13 @@ def _noiseless_run_for_tests(X: Any, y: Any, **kw: Any) -> DPOptimizeResult:
     if not _ALLOW_NOISELESS:
         raise RuntimeError("The noiseless runner is for privtune's tests only; it is not private.")
     kw.setdefault("owner", "_noiseless_run_for_tests")
-    return _run(X, y, noise=False, accountant=None, phase="test", **_defaults(kw))
+    return _run(X, y, add_noise=False, accountant=None, phase="test", **_defaults(kw))
 
 
 def _defaults(kw: dict[str, Any]) -> dict[str, Any]:
     base = dict(solver="nag-opt", data_norm_l2=None, loss="logistic", smoothing=1.0, n_iter=100,
                 batch_size=None, step_scale=1.0, initial_gap=None, x0=None, masg_p=1, clip="rows",
-                output="last", random_state=None)
+                output="last", random_state=None, noise="laplace", delta=None)
     base.update(kw)
     return base
 
@@ -296,8 +391,9 @@ def dp_accelerated(
     batch_size: int | None = None, step_scale: float = 1.0, initial_gap: float | None = None,
     x0: Any = None, masg_p: int = 1, clip: str = "rows", output: str = "last",
     accountant: Accountant | None = None, random_state: Any = None, phase: str = "training",
+    noise: str = "laplace", delta: float | None = None,
 ) -> DPOptimizeResult:
-    r"""Minimise a regularised margin loss with a pure epsilon-DP (accelerated) gradient method.
+    r"""Minimise a regularised margin loss with a DP (accelerated) gradient method (Laplace or Gaussian).
 
     Parameters
     ----------
@@ -351,6 +447,13 @@ def dp_accelerated(
         reproducible and **not for release**.
     phase : str, default="training"
         The phase recorded in the accountant's ledger.
+    noise : {"laplace", "gaussian"}, default="laplace"
+        ``"laplace"``: the paper's pure epsilon-DP method. ``"gaussian"``:
+        privtune's extension (not in the paper), ``(epsilon, delta)``-DP with
+        Gaussian noise on the L2 sensitivity; see Notes. Full batch only.
+    delta : float in (0, 1) or None, default=None
+        Required with ``noise="gaussian"``; must be None (or 0) with
+        ``noise="laplace"``.
 
     Returns
     -------
@@ -389,6 +492,27 @@ def dp_accelerated(
     public constants and cost nothing. The batch indices are drawn from a
     generator seeded from the same source as the noise and are never released.
 
+    With ``noise="gaussian"`` (privtune's extension, not from the paper) the
+    run is ``(epsilon, delta)``-DP under replace-one, same releases and public
+    quantities. Step ``t`` adds exact discrete Gaussian noise of standard
+    deviation ``sigma_t = nm_t S_2 (1 + 2**-10) / n`` per coordinate, where
+    ``S_2 = 2 R_2`` bounds the L2 change of one example's data-term gradient
+    (``R_2`` is the declared ``data_norm_l2``, else ``data_norm``, since
+    ``||u||_2 <= ||u||_1``; rows are clipped to both). The composition of
+    Gaussians is exactly the Gaussian of multiplier ``nm`` with
+    ``1 / nm**2 = sum_t 1 / nm_t**2`` (Dong, Roth & Su 2019); ``nm`` is the
+    analytic calibration (Balle & Wang 2018) at ``(epsilon (1 - 1e-3), delta)``
+    and the precision is split uniformly or, for the ``*-opt`` solvers, with
+    ``rho_t`` proportional to ``a_{T,t}**(1/2)`` (the zCDP analogue of
+    Prop. 4.2, seed-002 spec section 6) and ``T*`` minimising the matching
+    bound. The event charged is the composition of one
+    ``GaussianEvent(noise_multiplier=nm_t)`` per step, which the accountant
+    composes exactly; ``epsilon`` of the result is that exact composition
+    (within a relative ``2e-3`` below the budget) and ``step_epsilons`` are the
+    steps' *shares* of it, not per-step guarantees. ``batch_size < n`` is
+    refused with ``noise="gaussian"``: the accountant has no exact bound for
+    Gaussian steps amplified by sampling without replacement under replace-one.
+
     References
     ----------
     .. [KBGY22] N. Kuru, S. I. Birbil, M. Gürbüzbalaban and S. Yıldırım,
@@ -407,11 +531,11 @@ def dp_accelerated(
     >>> res.x.shape, round(res.epsilon, 12), res.n_iter <= 50
     ((3,), 1.0, True)
     """
-    return _run(X, y, noise=True, accountant=accountant, phase=phase, owner="dp_accelerated", solver=solver,
+    return _run(X, y, add_noise=True, accountant=accountant, phase=phase, owner="dp_accelerated", solver=solver,
                 epsilon=epsilon, alpha=alpha, data_norm=data_norm, data_norm_l2=data_norm_l2, loss=loss,
                 smoothing=smoothing, n_iter=n_iter, batch_size=batch_size, step_scale=step_scale,
                 initial_gap=initial_gap, x0=x0, masg_p=masg_p, clip=clip, output=output,
-                random_state=random_state)
+                random_state=random_state, noise=noise, delta=delta)
 
 
 _WRAPPER_DOC = """{summary}
@@ -436,6 +560,8 @@ _WRAPPER_DOC = """{summary}
     -----
     **Privacy.** ``(epsilon, 0)``-DP under replace-one; {split}. Charges the
     composed per-step Laplace events once, up front (see :func:`dp_accelerated`).
+    With ``noise="gaussian"`` (privtune's extension): ``(epsilon, delta)``-DP,
+    one ``GaussianEvent`` per step, composed exactly.
 
     References
     ----------

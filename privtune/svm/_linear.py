@@ -78,7 +78,10 @@ class DPLinearSVC(_ClippedLinearMixin, _DPMarginClassifier):
                  data_norm: float = 1.0, data_norm_l2: float | None = None, smoothing: float = 1.0,
                  fit_intercept: bool = True, intercept_scaling: float = 1.0, batch_size: int | None = None,
                  max_iter: int = 100, step_scale: float = 1.0, clip: str = "rows", classes: Any = None,
-                 random_state: Any = None, accountant: Accountant | None = None) -> None:
+                 random_state: Any = None, accountant: Accountant | None = None, noise: str = "laplace",
+                 delta: float = 1e-6) -> None:
+        self.noise = noise
+        self.delta = delta
         self.epsilon = epsilon
         self.solver = solver
         self.C = C

@@ -111,7 +111,10 @@ class DPSVC(_DPMarginClassifier):
                  solver: str = "nag-opt", smoothing: float = 1.0, fit_intercept: bool = True,
                  intercept_scaling: float = 1.0, batch_size: int | None = None, max_iter: int = 100,
                  step_scale: float = 1.0, classes: Any = None, feature_seed: int = 0,
-                 random_state: Any = None, accountant: Accountant | None = None) -> None:
+                 random_state: Any = None, accountant: Accountant | None = None, noise: str = "laplace",
+                 delta: float = 1e-6) -> None:
+        self.noise = noise
+        self.delta = delta
         self.C = C
         self.gamma = gamma
         self.n_components = n_components

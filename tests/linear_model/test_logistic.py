@@ -145,3 +145,40 @@ def test_intercept_enters_the_declared_bounds():
     assert with_b.optimize_result_.sensitivity == pytest.approx(2 * 2.5)
     assert no_b.optimize_result_.sensitivity == pytest.approx(2 * 2.0)
     assert no_b.intercept_[0] == 0.0
+
+
+# ----------------------------------------------------------------------------- noise="gaussian" (privtune's extension)
+def test_gaussian_fit_charges_approximate_dp_and_learns():
+    X, y = _blobs(7)
+    clf = DPLogisticRegression(epsilon=0.8, noise="gaussian", delta=1e-6, random_state=0).fit(X, y)
+    spent = clf.privacy_spent_
+    assert 0.8 * (1 - 2e-3) < spent.epsilon <= 0.8 and spent.delta == 1e-6
+    assert 0.8 * (1 - 2e-3) < clf.accountant_.spent.epsilon <= 0.8 and clf.accountant_.budget == Budget(0.8, 1e-6)
+    assert clf.optimize_result_.noise == "gaussian" and clf.score(X, y) > 0.85
+    assert clf.optimize_result_.sensitivity == pytest.approx(2 * math.sqrt(1.0 + 1.0))  # 2 R_2 with intercept
+
+
+def test_gaussian_needs_a_delta_budget_and_refuses_batches():
+    X, y = _blobs(8, n=200)
+    acc = Accountant(Budget(5.0, 0.0))
+    with pytest.raises(BudgetExceededError):
+        DPLogisticRegression(epsilon=1.0, noise="gaussian", accountant=acc).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="'batch_size'.*noise='gaussian'"):
+        DPLogisticRegression(noise="gaussian", batch_size=50, accountant=acc).fit(X, y)
+    for bad, match in [(dict(noise="gauss"), "'noise'"), (dict(noise="gaussian", delta=0.0), "'delta'"),
+                       (dict(delta=1.5), "'delta'")]:
+        with pytest.raises(InvalidParameterError, match=match):
+            DPLogisticRegression(accountant=acc, **bad).fit(X, y)
+    assert len(acc.entries) == 0
+
+
+def test_noise_and_delta_are_sklearn_parameters():
+    clf = DPLogisticRegression(noise="gaussian", delta=1e-7)
+    assert clf.get_params()["noise"] == "gaussian" and clf.get_params()["delta"] == 1e-7
+    c2 = clone(clf)
+    assert c2.noise == "gaussian" and c2.delta == 1e-7
+    X, y = _blobs(9, n=500)
+    a = c2.set_params(random_state=3).fit(X, y)
+    b = pickle.loads(pickle.dumps(a))
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    assert DPLogisticRegression().noise == "laplace"  # the default stays pure epsilon-DP (see the class docs)

@@ -15,12 +15,14 @@ from privtune.accounting import (
     Accountant,
     Budget,
     ComposedEvent,
+    GaussianEvent,
     LaplaceEvent,
     SampledWithoutReplacementEvent,
     SelfComposedEvent,
     compose_events,
 )
 from privtune.exceptions import BudgetExceededError, InvalidParameterError
+from privtune.mechanisms import calibrate_analytic_gaussian
 from privtune.optim import (
     DPOptimizeResult,
     dp_accelerated,
@@ -33,7 +35,7 @@ from privtune.optim import (
 )
 from privtune.optim import accelerated as acc_mod
 from privtune.optim._losses import MarginLoss, clip_rows
-from privtune.optim._schedules import masg_stages, opt_split, step_schedule
+from privtune.optim._schedules import masg_stages, opt_split, opt_split_gaussian, step_schedule
 
 SOLVERS = ["gd", "hb", "nag", "nag-opt", "masg", "masg-opt"]
 
@@ -362,3 +364,136 @@ def test_tail_average_output_is_mean_of_last_half():
     res = dp_gradient_descent(X, y, epsilon=1.0, alpha=0.05, data_norm=1.0, n_iter=9, output="tail_average",
                               random_state=0)
     np.testing.assert_allclose(res.x, res.iterates[5:].mean(axis=0))
+
+
+# ----------------------------------------------------------------------------- Gaussian (zCDP) variant
+# privtune's extension, not in the paper: see the docstring of privtune.optim.dp_accelerated.
+GAUSS = dict(noise="gaussian", delta=1e-6)
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 8.0])
+def test_gaussian_events_compose_exactly_to_the_budget(solver, epsilon):
+    X, y = _data(20)
+    res = dp_accelerated(X, y, solver=solver, epsilon=epsilon, alpha=0.05, data_norm=1.0, n_iter=40,
+                         random_state=0, **GAUSS)
+    assert res.noise == "gaussian" and res.delta == 1e-6
+    assert all(isinstance(e, GaussianEvent) for e in res.events) and len(res.events) == res.n_iter
+    total = compose_events(res.events, delta=1e-6)
+    assert total.delta <= 1e-6 and epsilon * (1 - 2e-3) < total.epsilon <= epsilon
+    assert compose_events([res.privacy_event], delta=1e-6, method="gaussian").epsilon <= epsilon
+    assert math.isclose(res.epsilon, total.epsilon, rel_tol=1e-9)
+    assert math.isclose(math.fsum(res.step_epsilons), res.epsilon, rel_tol=1e-12)
+    # precision 1/nm**2 adds up to the calibrated one; per-step sigma = nm_t * (2 R_2 / n) * (1 + 2**-10)
+    nms = res.extra["noise_multipliers"]
+    nm = calibrate_analytic_gaussian(epsilon=epsilon * (1 - 1e-3), delta=1e-6)
+    assert math.isclose(math.fsum(1.0 / nms**2), 1.0 / nm**2, rel_tol=1e-12)
+    np.testing.assert_allclose(res.noise_scales, nms * (2.0 / X.shape[0]) * (1 + 2**-10), rtol=1e-12)
+    if solver == "nag-opt":  # rho_t proportional to sqrt(a_t): more precision (less noise) late
+        assert res.n_iter <= 40 and np.all(np.diff(res.noise_scales) < 0)
+    elif solver == "masg-opt":  # a sawtooth across MASG stages (spec 4.2), but at most the horizon
+        assert res.n_iter <= 40
+    else:
+        assert res.n_iter == 40 and np.all(nms == nms[0])
+
+
+def test_gaussian_sensitivity_uses_the_declared_l2_bound():
+    X, y = _data(21, n=200, d=4)
+    res = dp_gradient_descent(X, y, epsilon=1.0, alpha=0.1, data_norm=1.0, data_norm_l2=0.3, n_iter=3,
+                              random_state=0, **GAUSS)
+    assert res.sensitivity == pytest.approx(2 * 0.3)  # S_2 = 2 R_2, the batch mean has S_2 / n
+    res = dp_gradient_descent(X, y, epsilon=1.0, alpha=0.1, data_norm=0.5, n_iter=3, random_state=0, **GAUSS)
+    assert res.sensitivity == pytest.approx(2 * 0.5)  # no L2 bound declared: ||u||_2 <= ||u||_1 <= R_1
+
+
+def test_gaussian_over_budget_refused_before_any_data_access():
+    acc = Accountant(Budget(0.5, 1e-6))
+    with pytest.raises(BudgetExceededError, match="Nothing was spent"):
+        dp_nesterov_opt(_UntouchableX(), np.ones(100), epsilon=0.6, alpha=0.1, data_norm=1.0, n_iter=10,
+                        accountant=acc, **GAUSS)
+    with pytest.raises(BudgetExceededError):  # a pure-DP budget cannot pay for a Gaussian run
+        dp_gradient_descent(_UntouchableX(), np.ones(100), epsilon=0.1, alpha=0.1, data_norm=1.0, n_iter=10,
+                            accountant=Accountant(Budget(10.0, 0.0)), **GAUSS)
+    assert len(acc.entries) == 0 and acc.spent.epsilon == 0.0
+
+
+def test_gaussian_run_charged_once_and_fits_its_budget():
+    X, y = _data(22)
+    acc = Accountant(Budget(1.0, 1e-6))
+    res = dp_gradient_descent(X, y, epsilon=1.0, alpha=0.05, data_norm=1.0, n_iter=25, accountant=acc,
+                              random_state=0, **GAUSS)
+    assert len(acc.entries) == 1 and acc.entries[0].event == res.privacy_event
+    assert 1.0 * (1 - 2e-3) < acc.spent.epsilon <= 1.0 and acc.spent.delta <= 1e-6
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (dict(noise="gaussian"), r"'delta' parameter of dp_accelerated is required"),
+        (dict(noise="gaussian", delta=0.0), r"'delta'"),
+        (dict(noise="gaussian", delta=1.0), r"'delta'"),
+        (dict(noise="gaussian", delta=1e-6, batch_size=50), r"'batch_size'.*noise='gaussian'"),
+        (dict(noise="laplace", delta=1e-6), r"'delta'.*noise='laplace'"),
+        (dict(noise="student"), r"'noise' parameter of dp_accelerated must be one of"),
+    ],
+)
+def test_gaussian_parameters_validated_with_nothing_spent(change, match):
+    X, y = _data(23, n=100, d=3)
+    acc = Accountant(Budget(10.0, 1e-3))
+    with pytest.raises(InvalidParameterError, match=match):
+        dp_accelerated(X, y, epsilon=1.0, alpha=0.1, data_norm=1.0, n_iter=5, accountant=acc, **change)
+    assert len(acc.entries) == 0
+
+
+@pytest.mark.parametrize("solver", ["gd", "nag-opt"])
+def test_gaussian_noise_has_variance_sigma_t_squared(solver):
+    """Zero rows give a zero data gradient, so the released gradient minus ``alpha q_t`` is the noise.
+
+    H0: each coordinate of the noise at step t is N(0, sigma_t**2) (exact discrete Gaussian on a grid of
+    spacing sigma_t / 2**k, k >= 10). Statistics on the standardised draws eta / sigma_t: (i) pooled
+    sample variance against 1 (relative sd sqrt(2/N)), two-sided z-test; (ii) Kolmogorov-Smirnov against
+    N(0, 1). alpha = ALPHA_NOISE = 1e-4 each. N >= 14 500 draws resolve a 5 % error in sigma (variance
+    +10 %, at least 6 s.e.; the authors' Laplace-as-sd slip would be a factor 2).
+    """
+    d, T = 100, 400
+    X = np.zeros((50, d))
+    y = np.ones(50)
+    res = dp_accelerated(X, y, solver=solver, epsilon=5.0, alpha=0.01, data_norm=1.0, n_iter=T, random_state=12,
+                         initial_gap=1e30, **GAUSS)
+    assert res.n_iter > 140
+    eta = res.noisy_gradients - 0.01 * res.query_points
+    std = (eta / res.noise_scales[:, None]).ravel()
+    N = std.size  # 40 000 (gd) or 14 500 (nag-opt: T* = 145, capped by the grid of the smallest share)
+    z = (np.mean(std**2) - 1.0) / math.sqrt(2.0 / N)
+    assert abs(z) < stats.norm.isf(ALPHA_NOISE / 2), z
+    assert stats.kstest(std, stats.norm().cdf).pvalue > ALPHA_NOISE
+    if solver == "nag-opt":
+        assert np.all(np.diff(res.noise_scales) < 0)
+
+
+def test_gaussian_opt_split_is_sqrt_a():
+    sched = step_schedule("nag-opt", 200, 1.0, 5.1028, 0.02)
+    t_star, w = opt_split_gaussian(sched, precision=0.05, mu=0.02, smoothness=5.1028, sensitivity=2.0,
+                                   n=100_000, dim=20, initial_gap=10.0)
+    assert 1 <= t_star <= 200 and math.isclose(w.sum(), 1.0, rel_tol=1e-12)
+    r = math.sqrt(1.0 - math.sqrt(0.02 / 5.1028))  # constant alpha: a_t ~ q**(T - t), w_t ~ q**((T - t)/2)
+    np.testing.assert_allclose(w, (1 - r) * r ** (t_star - np.arange(1, t_star + 1)) / (1 - r**t_star),
+                               rtol=1e-9)
+
+
+def test_noiseless_gaussian_plan_converges_like_laplace(noiseless):
+    X, y = _data(24, n=500, d=4)
+    a = noiseless(X, y, solver="nag", epsilon=1.0, alpha=0.05, data_norm=1.0, n_iter=3000).x
+    b = noiseless(X, y, solver="nag", epsilon=1.0, alpha=0.05, data_norm=1.0, n_iter=3000, **GAUSS).x
+    np.testing.assert_array_equal(a, b)
+
+
+def test_gaussian_private_run_gets_close_to_the_optimum(noiseless):
+    X, y = _data(10, n=20_000, d=5)
+    alpha = 0.05
+    lossf = MarginLoss("logistic")
+    opt = noiseless(X, y, solver="nag", epsilon=1.0, alpha=alpha, data_norm=1.0, n_iter=2000).x
+    res = dp_nesterov_opt(X, y, epsilon=1.0, alpha=alpha, data_norm=1.0, n_iter=200, random_state=0, **GAUSS)
+    gap = lossf.objective(res.x, X, y, alpha) - lossf.objective(opt, X, y, alpha)
+    start = lossf.objective(np.zeros(5), X, y, alpha) - lossf.objective(opt, X, y, alpha)
+    assert 0 <= gap < 0.05 * start

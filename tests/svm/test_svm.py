@@ -86,3 +86,17 @@ def test_rbf_svc_validates_its_parameters_before_spending():
     with pytest.raises(InvalidParameterError, match="NaN"):
         DPSVC(accountant=acc).fit(X, y)
     assert len(acc.entries) == 0
+
+
+def test_svms_accept_gaussian_noise():
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-0.5, 0.5, size=(3000, 2))
+    y = (X[:, 0] > 0).astype(int)
+    lin = DPLinearSVC(epsilon=1.0, C=10.0, noise="gaussian", delta=1e-6, random_state=0).fit(X, y)
+    assert lin.score(X, y) > 0.9 and lin.privacy_spent_.delta == 1e-6
+    assert 1.0 * (1 - 2e-3) < lin.privacy_spent_.epsilon <= 1.0
+    Xc, yc = _circle(3)
+    rbf = DPSVC(C=100.0, gamma=0.5, n_components=20, epsilon=5.0, noise="gaussian", delta=1e-6,
+                random_state=0).fit(Xc, yc)
+    assert rbf.optimize_result_.sensitivity == pytest.approx(2 * math.sqrt(2.0 + 1.0))  # ||phi||_2 <= sqrt 2
+    assert rbf.score(Xc, yc) > 0.8
