@@ -497,7 +497,10 @@ class PrivateSearchCV(BaseSearchCV):
         X_tr, y_tr, X_v, y_v = self._validate_data(X, y, X_val, y_val)
         scorer: BoundedScorer = cfg["scorer"]
         k = cfg.get("cv")
-        n_classes = max(2, len(np.unique(y_tr)))  # the label set is public (the training labels, or all labels)
+        # The number of classes enters balanced accuracy's sensitivity 2 / (K M). With public training labels it
+        # is public; when training rows are sensitive it must not be read off them, so use K = 2, the largest
+        # (most conservative) sensitivity for any K >= 2.
+        n_classes = max(2, len(np.unique(y_tr))) if self.sensitive == "validation" else 2
         if k is not None:
             if X_v is not None:
                 raise InvalidParameterError("Pass either cv or X_val/y_val to PrivateSearchCV.fit, not both.")
