@@ -51,7 +51,7 @@ def test_svc_end_to_end_each_method(data, method, epsilon):
         random_state=0,
         **METHOD_KW[method],
     ).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
-    assert SearchSpace(SPACE).validate(s.best_params_) is None or True
+    assert SearchSpace(SPACE).validate(s.best_params_) == s.best_params_  # raises if outside the space
     assert 0.1 <= s.best_params_["C"] <= 100 and 1e-4 <= s.best_params_["gamma"] <= 1
     assert s.best_params_ in s.candidates_.params
     spent = s.privacy_spent_["overall"]

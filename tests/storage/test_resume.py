@@ -148,7 +148,31 @@ def test_storage_refuses_bad_combinations(tmp_path):
     _search(path, "random").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     with pytest.raises(InvalidParameterError, match="differs in: epsilon"):
         _search(path, "random").set_params(epsilon=2.0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
-    assert LedgerError  # imported for the error family
+
+
+def test_journal_refuses_a_ledger_that_is_not_a_prefix_of_the_plan():
+    """A resumed search whose ledger holds charges its plan does not start with is refused, spending nothing."""
+    from privtune.accounting import LaplaceEvent
+    from privtune.bo.journal import Journal
+
+    acc = Accountant(Budget(2.0, 0.0))
+    acc.spend(LaplaceEvent(epsilon=0.3), phase="selection", role="validation")
+
+    class Resumed(Journal):
+        def paid_prefix(self, accountant):
+            return list(accountant.entries)
+
+    plan = [(LaplaceEvent(epsilon=0.5), "selection"), (LaplaceEvent(epsilon=0.5), "score_release")]
+    with pytest.raises(LedgerError, match="does not match"):
+        Resumed().open_plan(acc, plan)
+    assert len(acc.entries) == 1
+    ok = Resumed()
+    acc2 = Accountant(Budget(2.0, 0.0))
+    acc2.spend(LaplaceEvent(epsilon=0.5), phase="selection", role="validation")
+    ok.open_plan(acc2, plan)  # a matching prefix: only the rest is charged
+    for ev, ph in plan:
+        ok.charge(acc2, ev, ph, "validation")
+    assert [e.event for e in acc2.entries] == [ev for ev, _ in plan]
 
 
 def test_secure_noise_study_resumes_with_the_same_split_and_candidates(tmp_path):
