@@ -131,7 +131,8 @@ class _State:
                 "guarantees can only be composed by basic composition.")
         self.conditional |= conditional
         self.basic.add(fixed)
-        rdp_event = None if conditional else to_rdp_event(e)
+        # The RDP curve is only composed when an RDP bound can be asked for (it is the costliest part).
+        rdp_event = None if conditional or "rdp" not in self.methods else to_rdp_event(e)
         if rdp_event is not None and self.rdp.supports(rdp_event):
             self.rdp.compose(rdp_event)
             self.rdp_count += 1

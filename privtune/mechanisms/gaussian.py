@@ -432,6 +432,11 @@ class Gaussian(_Frozen):
         return gaussian_grid(sigma=self._sigma, sensitivity=self._sensitivity,
                              noise_multiplier=self._noise_multiplier, dim=dim, owner="Gaussian")
 
+    def _integer_noise_spec(self, dim: int) -> tuple[str, int, float]:
+        """``("gaussian", k, g)``: integer noise of scale ``2**k`` on the grid of spacing ``g`` (internal)."""
+        k, g = self._grid(dim)
+        return "gaussian", k, g
+
     def grid_spacing(self, size: int = 1) -> float:
         """Spacing ``g`` of the output grid for a value with ``size`` coordinates.
 

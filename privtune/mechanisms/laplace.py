@@ -165,6 +165,11 @@ class Laplace(_Frozen):
         return laplace_grid(scale=self._scale, sensitivity=self._sensitivity,
                             epsilon=self._epsilon, dim=dim, owner="Laplace")
 
+    def _integer_noise_spec(self, dim: int) -> tuple[str, int, float]:
+        """``("laplace", k, g)``: integer noise of scale ``2**k`` on the grid of spacing ``g`` (internal)."""
+        k, g = self._grid(dim)
+        return "laplace", k, g
+
     def grid_spacing(self, size: int = 1) -> float:
         """Spacing ``g`` of the output grid for a value with ``size`` coordinates.
 

@@ -70,6 +70,7 @@ from privtune.accounting.events import (
     SelfComposedEvent,
 )
 from privtune.exceptions import InvalidParameterError
+from privtune.mechanisms._batched import PredrawnNoise
 from privtune.mechanisms._samplers import GRID_HEADROOM, MAX_GAUSSIAN_GRID_EXPONENT
 from privtune.mechanisms.gaussian import Gaussian, calibrate_analytic_gaussian
 from privtune.mechanisms.laplace import Laplace
@@ -304,6 +305,9 @@ def _execute(plan: _Plan, U: np.ndarray, z: np.ndarray, *, noise: bool) -> DPOpt
     grads = np.empty((T, d))
     moms = np.empty(T)
     heavy_ball = plan.solver in ("gd", "hb")
+    # The noise of every step is data-independent: draw it up front, one exact-sampler call per distinct
+    # noise parameter (same law per step as plan.mechs[t].randomise; see privtune.mechanisms._batched).
+    stream = PredrawnNoise(plan.mechs[:T], d) if noise else None
     for t in range(T):
         a, b = float(sched.alphas[t]), float(sched.betas[t])
         if sched.restarts[t]:
@@ -319,7 +323,7 @@ def _execute(plan: _Plan, U: np.ndarray, z: np.ndarray, *, noise: bool) -> DPOpt
             g = plan.loss.gradient(q, U, z, 0.0)
         # Noise goes on the data term only (|g|_1 <= R_1, so it always fits the exact grid); the
         # regulariser's gradient mu q is public (q is) and is added after: same release as the paper's.
-        g_tilde = (np.asarray(plan.mechs[t].randomise(g)) if noise else g) + plan.mu * q
+        g_tilde = (stream.release(t, g) if stream is not None else g) + plan.mu * q
         if heavy_ball:
             x_new = x - a * g_tilde + b * (x - x_prev)
         else:

@@ -207,3 +207,27 @@ def test_accountant_pickles():
     clone = pickle.loads(pickle.dumps(acc))
     assert clone.spent == acc.spent
     clone.spend(LaplaceEvent(epsilon=0.5))
+
+
+def test_rdp_merges_a_composition_of_plain_gaussians_exactly():
+    """A composition of unsampled Gaussians is handed to the RDP accountant as one Gaussian (same curve)."""
+    import dp_accounting as dpa
+    from dp_accounting.rdp import RdpAccountant
+
+    from privtune.accounting._conversion import to_rdp_event
+    from privtune.accounting.events import ComposedEvent, GaussianEvent, LaplaceEvent, SelfComposedEvent
+
+    nms = [3.0, 5.0, 7.5, 11.0]
+    merged = to_rdp_event(ComposedEvent(events=tuple(GaussianEvent(noise_multiplier=v) for v in nms)))
+    assert isinstance(merged, dpa.GaussianDpEvent)
+    assert merged.noise_multiplier == pytest.approx(1.0 / math.sqrt(sum(1 / v**2 for v in nms)), rel=1e-15)
+    reference = RdpAccountant()
+    reference.compose(dpa.ComposedDpEvent([dpa.GaussianDpEvent(v) for v in nms]))
+    fast = RdpAccountant()
+    fast.compose(merged)
+    assert fast.get_epsilon(1e-6) == pytest.approx(reference.get_epsilon(1e-6), rel=1e-9)
+    self_composed = to_rdp_event(SelfComposedEvent(event=GaussianEvent(noise_multiplier=4.0), count=9))
+    assert self_composed.noise_multiplier == pytest.approx(4.0 / 3.0, rel=1e-15)
+    # anything else keeps its structure
+    mixed = to_rdp_event(ComposedEvent(events=(GaussianEvent(noise_multiplier=3.0), LaplaceEvent(epsilon=1.0))))
+    assert isinstance(mixed, dpa.ComposedDpEvent)
