@@ -286,8 +286,14 @@ _COMMON_PARAMS_DOC = """
     batch_size : int in [1, n_samples] or None, default=None
         Mini-batch size (sampling without replacement, amplified); ``None`` is
         the full batch.
-    max_iter : int in [1, 100000], default=100
-        Horizon ``T`` (a cap for the ``*-opt`` solvers).
+    max_iter : int in [1, 100000], default=20
+        Horizon ``T`` (a cap for the ``*-opt`` solvers). Every step is one
+        full pass over the data (one batch with ``batch_size``). The default
+        cap keeps a fit near the cost of a quasi-Newton fit: on large ``n``
+        the ``*-opt`` horizon ``T*`` minimising the paper's bound runs to
+        hundreds of passes for a negligible gain in accuracy (measured in
+        ``benchmarks/dp_logreg_peers.py``; docs/trainers.md). Raise it for a
+        large ``epsilon`` or a badly conditioned problem.
     step_scale : float in (0, 1], default=1.0
         ``c`` in the step size ``c / L`` (``L`` from the declared bounds).
     classes : pair of labels or None, default=None
@@ -411,7 +417,7 @@ class DPLogisticRegression(_ClippedLinearMixin, _DPMarginClassifier):
 
     def __init__(self, epsilon: float = 1.0, *, solver: str = "nag-opt", C: float = 1.0,
                  data_norm: float = 1.0, data_norm_l2: float | None = None, fit_intercept: bool = True,
-                 intercept_scaling: float = 1.0, batch_size: int | None = None, max_iter: int = 100,
+                 intercept_scaling: float = 1.0, batch_size: int | None = None, max_iter: int = 20,
                  step_scale: float = 1.0, clip: str = "rows", classes: Any = None, random_state: Any = None,
                  accountant: Accountant | None = None, noise: str = "laplace", delta: float = 1e-6) -> None:
         self.epsilon = epsilon

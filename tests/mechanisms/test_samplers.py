@@ -9,11 +9,14 @@ import numpy as np
 import pytest
 
 from privtune.exceptions import InvalidParameterError
+from privtune.mechanisms import _samplers as samplers_module
 from privtune.mechanisms import bernoulli_exp, discrete_gaussian, discrete_laplace
 from privtune.mechanisms._samplers import (
     GRID_HEADROOM,
     MIN_GRID_EXPONENT,
+    _bernoulli_exp_minus_one,
     _gaussian_rejection_constants,
+    _geometric_exp_minus_one,
     gaussian_grid,
     laplace_grid,
     round_to_grid,
@@ -252,3 +255,223 @@ def test_round_to_grid_refuses_values_beyond_exact_range():
     assert round_to_grid(np.array([0.49, 0.51, -2.5]), 1.0, "value", "X").tolist() == [0, 1, -2]
     with pytest.raises(InvalidParameterError, match=r"The 'value' parameter of X is too large"):
         round_to_grid(np.array([2.0**51]), 1.0, "value", "X")
+
+
+# --------------------------------------------------------------------------------------
+# block sampling (several rounds of randomness per integers_below call)
+# --------------------------------------------------------------------------------------
+# Statistical tests below: each states H0 and uses a per-test level alpha = 1e-4 with a
+# fixed seed (deterministic in CI). The block widths depend on the number of rows, so
+# the samples are drawn in many calls of moderate size -- the regime with wide blocks.
+ALPHA = 1e-4
+
+
+def _seeded(seed: int) -> SeededRandomSource:
+    return SeededRandomSource(np.random.default_rng(seed))
+
+
+def _chisquare_pvalue(counts, probs) -> float:
+    from scipy import stats
+
+    counts = np.asarray(counts, dtype=float)
+    expected = counts.sum() * np.asarray(probs, dtype=float)
+    assert expected.min() >= 5.0
+    return float(stats.chisquare(counts, expected).pvalue)
+
+
+def _binom_pvalue(hits: int, n: int, p: float) -> float:
+    from scipy import stats
+
+    return float(stats.binomtest(hits, n, p).pvalue)
+
+
+class ScriptedSource(RandomSource):
+    """Seeded source whose first ``len(script)`` calls are answered by ``script``.
+
+    ``script[i]`` maps the array of bounds of call ``i`` to the values returned
+    (they must lie below the bounds); later calls are seeded uniforms. Used to
+    force the rare "every trial of the block succeeded" continuation branches.
+    """
+
+    seeded = True
+
+    def __init__(self, seed: int, script) -> None:
+        self._gen = np.random.default_rng(seed)
+        self._script = list(script)
+        self.highs: list[np.ndarray] = []
+
+    def integers_below(self, high):
+        h = self._check_high(high)
+        self.highs.append(h.copy())
+        if self._script:
+            out = np.asarray(self._script.pop(0)(h), dtype=np.int64)
+            assert out.shape == h.shape and (out >= 0).all() and (out < h).all()
+            return out
+        return self._gen.integers(0, h, dtype=np.int64) if h.size else np.empty(h.shape, np.int64)
+
+
+_E1_SUCCESS = math.factorial(20) // 6   # K* = 3 (odd): a Bernoulli(exp(-1)) success
+
+
+@pytest.mark.statistical
+def test_bernoulli_exp_minus_one_frequency_in_blocks():
+    # H0: _bernoulli_exp_minus_one is Bernoulli(exp(-1)); exact binomial test, alpha = 1e-4,
+    # n = 2e5 draws in 2000 calls of 100.
+    source = _seeded(101)
+    hits = sum(int(_bernoulli_exp_minus_one(100, source).sum()) for _ in range(2000))
+    assert _binom_pvalue(hits, 200_000, math.exp(-1)) > ALPHA
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("size", [7, 300, 20_000])
+def test_geometric_exp_minus_one_pmf_in_blocks(size):
+    # H0: P[V = v] = (1 - e^-1) e^-v; Pearson chi-square on v = 0..8 and v >= 9, alpha = 1e-4,
+    # about 1.2e5 draws in calls of the given size (different block widths).
+    source = _seeded(202 + size)
+    calls = max(1, 120_000 // size)
+    v = np.concatenate([_geometric_exp_minus_one(size, source) for _ in range(calls)])
+    counts = np.bincount(np.minimum(v, 9), minlength=10)
+    probs = np.array([(1 - math.exp(-1)) * math.exp(-k) for k in range(9)] + [math.exp(-9)])
+    assert _chisquare_pvalue(counts, probs) > ALPHA
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize(("x", "y"), [(3, 10), (1, 1), (27, 10)])
+@pytest.mark.parametrize("size", [1, 60, 5000])
+def test_bernoulli_exp_frequency_in_blocks(x, y, size):
+    # H0: bernoulli_exp(x, y) is Bernoulli(exp(-x/y)) (gamma = 0.3, 1, 2.7); exact binomial
+    # test, alpha = 1e-4, about 6e4 draws in calls of the given size (2e4 for size 1).
+    source = _seeded(x * 1000 + y + size)
+    calls = 20_000 if size == 1 else 60_000 // size
+    hits = sum(int(bernoulli_exp(np.full(size, x), y, source).sum()) for _ in range(calls))
+    assert _binom_pvalue(hits, calls * size, math.exp(-x / y)) > ALPHA
+
+
+def _laplace_pmf_binned(num: int, den: int, lo: int, hi: int) -> np.ndarray:
+    p = math.exp(-den / num)
+    z = np.arange(lo, hi + 1)
+    inner = (1 - p) / (1 + p) * p ** np.abs(z)
+    tail = p ** (hi + 1) / (1 + p)              # P[Z > hi] = P[Z < -hi] for lo = -hi
+    return np.concatenate([[tail], inner, [tail]])
+
+
+def _gaussian_pmf_binned(s2: float, lo: int, hi: int) -> np.ndarray:
+    z = np.arange(-400, 401)
+    w = np.exp(-(z.astype(float) ** 2) / (2 * s2))
+    w /= math.fsum(w)
+    return np.concatenate([[w[z < lo].sum()], w[(z >= lo) & (z <= hi)], [w[z > hi].sum()]])
+
+
+def _bins(z: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    return np.bincount(np.clip(z, lo - 1, hi + 1) - (lo - 1), minlength=hi - lo + 3)
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize(("num", "den", "hi", "size"), [(3, 2, 9, 31), (1, 1, 5, 3), (7, 1, 25, 500)])
+def test_discrete_laplace_pmf_in_blocks(num, den, hi, size):
+    # H0: P[Z = z] proportional to exp(-|z| den / num); Pearson chi-square over -hi..hi plus
+    # pooled tails, alpha = 1e-4, about 8e4 draws in calls of the given size.
+    source = _seeded(num * 10 + den + size)
+    calls = max(1, 80_000 // size)
+    z = np.concatenate([discrete_laplace(num, den, size, source) for _ in range(calls)])
+    assert _chisquare_pvalue(_bins(z, -hi, hi), _laplace_pmf_binned(num, den, -hi, hi)) > ALPHA
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize(("a", "b", "hi", "size"), [(2, 1, 4, 93), (5, 3, 3, 1), (16, 1, 11, 210)])
+def test_discrete_gaussian_pmf_in_blocks(a, b, hi, size):
+    # H0: P[Z = z] proportional to exp(-z**2 b / (2 a)); Pearson chi-square over -hi..hi plus
+    # pooled tails, alpha = 1e-4, about 8e4 draws in calls of the given size (2e4 for size 1).
+    source = _seeded(a * 10 + b + size)
+    calls = 20_000 if size == 1 else 80_000 // size
+    z = np.concatenate([discrete_gaussian(a, b, size, source) for _ in range(calls)])
+    assert _chisquare_pvalue(_bins(z, -hi, hi), _gaussian_pmf_binned(a / b, -hi, hi)) > ALPHA
+
+
+@pytest.mark.statistical
+def test_samplers_fill_over_many_rounds(monkeypatch):
+    # Force one proposal per round (every call then needs many rejection rounds) and check
+    # the pmf: H0 as in the tests above, chi-square at alpha = 1e-4 each, 1.5e4 draws.
+    monkeypatch.setattr(samplers_module, "_proposal_count", lambda needed, acceptance: 1)
+    source = _seeded(77)
+    z = np.concatenate([discrete_laplace(3, 2, 30, source) for _ in range(500)])
+    assert _chisquare_pvalue(_bins(z, -8, 8), _laplace_pmf_binned(3, 2, -8, 8)) > ALPHA
+    w = np.concatenate([discrete_gaussian(2, 1, 30, source) for _ in range(500)])
+    assert _chisquare_pvalue(_bins(w, -4, 4), _gaussian_pmf_binned(2.0, -4, 4)) > ALPHA
+
+
+@pytest.mark.statistical
+def test_bernoulli_exp_minus_one_continuation_branch():
+    # Force r = 0 (all 19 trials K = 2..20 succeeded, probability 1/20!) for every draw; the
+    # chain must continue from K = 21 with fresh trials. H0: the result is then
+    # Bernoulli(P[K* odd | K* > 20]); exact binomial test, alpha = 1e-4, n = 2e4.
+    n = 20_000
+    source = ScriptedSource(5, [lambda h: np.zeros_like(h)])
+    out = _bernoulli_exp_minus_one(n, source)
+    assert len(source.highs) >= 2 and int(source.highs[1].min()) == 21
+    f20 = Fraction(math.factorial(20))
+    p_odd = sum(f20 / math.factorial(k - 1) - f20 / math.factorial(k) for k in range(21, 60, 2))
+    assert _binom_pvalue(int(out.sum()), n, float(p_odd)) > ALPHA
+
+
+@pytest.mark.statistical
+def test_bernoulli_exp_fraction_continuation_branch():
+    # Force every trial of the first block of bernoulli_exp(x=1, y=2) (gamma = 1/2) to succeed
+    # (all draws 0 < 1): the rows continue at K = w + 1. H0: the result is Bernoulli(
+    # P[K* odd | K* > w]) with P[K* > k] = gamma^k / k!; exact binomial test, alpha = 1e-4.
+    n = 20_000
+    width = samplers_module._block_width("chain", n, 1)
+    source = ScriptedSource(6, [lambda h: np.zeros_like(h)])
+    out = bernoulli_exp(np.full(n, 1), 2, source)
+    assert source.highs[0].shape == ((n, width) if width > 1 else (n,))
+    assert len(source.highs) >= 2
+    gamma = Fraction(1, 2)
+
+    def tail(k):  # P[K* > k]
+        return gamma**k / math.factorial(k)
+
+    p_odd = sum(tail(k - 1) - tail(k) for k in range(width + 1, width + 40) if k % 2) / tail(width)
+    assert _binom_pvalue(int(out.sum()), n, float(p_odd)) > ALPHA
+
+
+@pytest.mark.statistical
+def test_geometric_and_split_continuation_branches():
+    # Force the first block of Bernoulli(exp(-1)) trials to be all successes.
+    # (a) geometric: every row continues, and V - w is again Geometric(1 - e^-1) (H0;
+    #     chi-square on 0..6 and >= 7, alpha = 1e-4, n = 5e4).
+    n = 50_000
+    width = samplers_module._block_width("geometric", n, 0)
+    source = ScriptedSource(8, [lambda h: np.full(h.shape, _E1_SUCCESS)])
+    v = _geometric_exp_minus_one(n, source)
+    assert v.min() >= width
+    counts = np.bincount(np.minimum(v - width, 7), minlength=8)
+    probs = np.array([(1 - math.exp(-1)) * math.exp(-k) for k in range(7)] + [math.exp(-7)])
+    assert _chisquare_pvalue(counts, probs) > ALPHA
+    # (b) bernoulli_exp(x, 1) with whole part x > cap: after a forced all-success batch of
+    #     cap trials the rows need x - cap more; H0: the result is Bernoulli(exp(-(x - cap)));
+    #     exact binomial test, alpha = 1e-4, n = 5e4.
+    cap = samplers_module._block_width("geometric", n, 0)
+    x = cap + 1
+    source = ScriptedSource(9, [lambda h: np.full(h.shape, _E1_SUCCESS)])
+    out = bernoulli_exp(np.full(n, x), 1, source)
+    assert source.highs[0].size == n * cap
+    assert _binom_pvalue(int(out.sum()), n, math.exp(-(x - cap))) > ALPHA
+
+
+def test_block_widths_adapt_to_the_number_of_rows():
+    # Few rows: wide blocks (continuation rare); very many rows: one or two columns,
+    # close to the sequential loop (few surplus draws).
+    assert samplers_module._block_width("chain", 50, 1) >= 5
+    assert samplers_module._block_width("chain", 10**7, 1) <= 2
+    assert samplers_module._block_width("geometric", 50, 0) >= 5
+    assert samplers_module._block_width("geometric", 10**7, 0) <= 2
+    assert samplers_module._proposal_count(1, 0.5) >= 2
+    assert samplers_module._proposal_count(100, 1.0) == 100
+
+
+def test_block_sampling_is_reproducible_and_uses_few_calls():
+    a = discrete_gaussian(4**17, 1, 93, IntegersOnlySource(3))
+    src = IntegersOnlySource(3)
+    b = discrete_gaussian(4**17, 1, 93, src)
+    assert np.array_equal(a, b)
+    assert src.calls <= 20          # the one-call-per-round sampler needed about 150
