@@ -122,7 +122,7 @@ def _merged_gaussian(parts: list[dpe.DpEvent], counts: list[int]) -> dpe.Gaussia
     """
     if not parts or not all(type(p) is dpe.GaussianDpEvent and p.noise_multiplier > 0 for p in parts):
         return None
-    precision = math.fsum(c / (p.noise_multiplier * p.noise_multiplier) for p, c in zip(parts, counts))
+    precision = math.fsum(c / (p.noise_multiplier * p.noise_multiplier) for p, c in zip(parts, counts, strict=True))
     return dpe.GaussianDpEvent(1.0 / math.sqrt(precision))
 
 
