@@ -89,6 +89,8 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
                                      owner=owner),
             "batch_size": None if self.batch_size is None else check_integer(self.batch_size, "batch_size",
                                                                              low=1, owner=owner),
+            "initial_gap": None if self.initial_gap is None else check_real(self.initial_gap, "initial_gap",
+                                                                            low=0.0, owner=owner),
         }
         if self.classes is not None:
             cl = np.asarray(self.classes)
@@ -185,7 +187,8 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
         res = dp_accelerated(
             U, z, solver=self.solver, epsilon=params["epsilon"], alpha=1.0 / (params["C"] * n), data_norm=r1,
             data_norm_l2=r2, loss=self._loss, smoothing=params.get("smoothing", 1.0), n_iter=params["max_iter"],
-            batch_size=params["batch_size"], step_scale=params["step_scale"], clip="rows", accountant=acc,
+            batch_size=params["batch_size"], step_scale=params["step_scale"], initial_gap=params["initial_gap"],
+            clip="rows", accountant=acc,
             random_state=self.random_state, phase=owner, noise=self.noise,
             delta=params["delta"] if gaussian else None)
         w = res.x
@@ -296,6 +299,15 @@ _COMMON_PARAMS_DOC = """
         large ``epsilon`` or a badly conditioned problem.
     step_scale : float in (0, 1], default=1.0
         ``c`` in the step size ``c / L`` (``L`` from the declared bounds).
+    initial_gap : float in (0, inf) or None, default=None
+        Declared bound ``E_0`` on the initial objective gap ``F(0) - F*``
+        with which the ``*-opt`` solvers choose their horizon ``T*`` (by
+        minimising the paper's bound; the paper's experiments use 10).
+        ``None`` uses the data-free bound ``phi(0)`` (``ln 2`` for the
+        logistic loss; for the smoothed hinge ``1 - smoothing / 2``, or
+        ``1 / (2 smoothing)`` when ``smoothing > 1``).
+        A larger value gives a longer horizon. Privacy-neutral (a public
+        constant); ignored by the uniform-split solvers.
     classes : pair of labels or None, default=None
         Declared label set. ``None`` reads the two labels from ``y`` (see Notes).
     random_state : None, int or numpy.random.Generator, default=None
@@ -361,10 +373,11 @@ class DPLogisticRegression(_ClippedLinearMixin, _DPMarginClassifier):
     __doc__ = r"""Binary logistic regression with pure epsilon-DP (Kuru et al. 2022 solvers).
 
     Pure epsilon-DP (Laplace) by default; ``noise="gaussian"`` gives
-    (epsilon, delta)-DP (privtune's extension), which is more accurate on the
-    benchmark in ``docs/trainers.md`` but is not the default: it does not meet
-    all the accuracy and speed targets either, and callers that compose fits
-    as pure epsilon-DP charges rely on the default.
+    (epsilon, delta)-DP (privtune's extension), which is more accurate at
+    small ``n`` or small ``epsilon`` on the benchmark in ``docs/trainers.md``
+    but is not the default: it misses the same small-sample accuracy targets,
+    and callers that compose fits as pure epsilon-DP charges rely on the
+    default.
 
     Parameters
     ----------""" + _COMMON_PARAMS_DOC + """
@@ -418,8 +431,9 @@ class DPLogisticRegression(_ClippedLinearMixin, _DPMarginClassifier):
     def __init__(self, epsilon: float = 1.0, *, solver: str = "nag-opt", C: float = 1.0,
                  data_norm: float = 1.0, data_norm_l2: float | None = None, fit_intercept: bool = True,
                  intercept_scaling: float = 1.0, batch_size: int | None = None, max_iter: int = 20,
-                 step_scale: float = 1.0, clip: str = "rows", classes: Any = None, random_state: Any = None,
-                 accountant: Accountant | None = None, noise: str = "laplace", delta: float = 1e-6) -> None:
+                 step_scale: float = 1.0, initial_gap: float | None = None, clip: str = "rows",
+                 classes: Any = None, random_state: Any = None, accountant: Accountant | None = None,
+                 noise: str = "laplace", delta: float = 1e-6) -> None:
         self.epsilon = epsilon
         self.noise = noise
         self.delta = delta
@@ -432,6 +446,7 @@ class DPLogisticRegression(_ClippedLinearMixin, _DPMarginClassifier):
         self.batch_size = batch_size
         self.max_iter = max_iter
         self.step_scale = step_scale
+        self.initial_gap = initial_gap
         self.clip = clip
         self.classes = classes
         self.random_state = random_state

@@ -77,7 +77,8 @@ class DPLinearSVC(_ClippedLinearMixin, _DPMarginClassifier):
     def __init__(self, epsilon: float = 1.0, *, solver: str = "nag-opt", C: float = 1.0,
                  data_norm: float = 1.0, data_norm_l2: float | None = None, smoothing: float = 1.0,
                  fit_intercept: bool = True, intercept_scaling: float = 1.0, batch_size: int | None = None,
-                 max_iter: int = 20, step_scale: float = 1.0, clip: str = "rows", classes: Any = None,
+                 max_iter: int = 20, step_scale: float = 1.0, initial_gap: float | None = None,
+                 clip: str = "rows", classes: Any = None,
                  random_state: Any = None, accountant: Accountant | None = None, noise: str = "laplace",
                  delta: float = 1e-6) -> None:
         self.noise = noise
@@ -93,6 +94,7 @@ class DPLinearSVC(_ClippedLinearMixin, _DPMarginClassifier):
         self.batch_size = batch_size
         self.max_iter = max_iter
         self.step_scale = step_scale
+        self.initial_gap = initial_gap
         self.clip = clip
         self.classes = classes
         self.random_state = random_state

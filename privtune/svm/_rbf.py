@@ -110,7 +110,8 @@ class DPSVC(_DPMarginClassifier):
     def __init__(self, C: float = 1.0, gamma: float = 1.0, *, n_components: int = 100, epsilon: float = 1.0,
                  solver: str = "nag-opt", smoothing: float = 1.0, fit_intercept: bool = True,
                  intercept_scaling: float = 1.0, batch_size: int | None = None, max_iter: int = 20,
-                 step_scale: float = 1.0, classes: Any = None, feature_seed: int = 0,
+                 step_scale: float = 1.0, initial_gap: float | None = None, classes: Any = None,
+                 feature_seed: int = 0,
                  random_state: Any = None, accountant: Accountant | None = None, noise: str = "laplace",
                  delta: float = 1e-6) -> None:
         self.noise = noise
@@ -126,6 +127,7 @@ class DPSVC(_DPMarginClassifier):
         self.batch_size = batch_size
         self.max_iter = max_iter
         self.step_scale = step_scale
+        self.initial_gap = initial_gap
         self.classes = classes
         self.feature_seed = feature_seed
         self.random_state = random_state

@@ -84,6 +84,8 @@ def _inf(X, y):
         (lambda X, y: (X, y), {"classes": ["a", "b"]}, r"outside the declared 'classes'"),
         (lambda X, y: (X, y), {"accountant": object()}, r"'accountant'"),
         (lambda X, y: (X, y), {"step_scale": 2.0}, r"'step_scale'"),
+        (lambda X, y: (X, y), {"initial_gap": 0.0}, r"'initial_gap'"),
+        (lambda X, y: (X, y), {"initial_gap": "big"}, r"'initial_gap'"),
     ],
 )
 def test_bad_input_refused_before_anything_is_spent(mutate, params, match):
@@ -182,3 +184,24 @@ def test_noise_and_delta_are_sklearn_parameters():
     b = pickle.loads(pickle.dumps(a))
     np.testing.assert_array_equal(a.predict(X), b.predict(X))
     assert DPLogisticRegression().noise == "laplace"  # the default stays pure epsilon-DP (see the class docs)
+
+
+def test_declared_initial_gap_sets_the_opt_horizon_and_matches_the_solver():
+    """``initial_gap`` (E_0) is passed to the *-opt solver: a larger E_0 gives a longer T* (public constants only)."""
+    from privtune.optim import dp_accelerated
+
+    X, y = _blobs(5, n=400, d=3)
+    horizons = []
+    for e0 in (None, 10.0, 1000.0):
+        clf = DPLogisticRegression(epsilon=1.0, initial_gap=e0, max_iter=200, random_state=0).fit(X, y)
+        horizons.append(clf.n_iter_)
+        assert clf.privacy_spent_.epsilon == pytest.approx(1.0)
+    assert horizons[0] <= horizons[1] <= horizons[2] and horizons[0] < horizons[2]
+    # the same T* as the solver with the same declaration (the estimator appends the intercept column)
+    U = np.hstack((X, np.ones((X.shape[0], 1))))
+    res = dp_accelerated(U, np.where(y == 1, 1.0, -1.0), epsilon=1.0, alpha=1.0 / X.shape[0], data_norm=2.0,
+                         data_norm_l2=math.sqrt(2.0), n_iter=200, initial_gap=10.0, random_state=0)
+    assert res.n_iter == horizons[1]
+    # uniform-split solvers ignore it
+    clf = DPLogisticRegression(epsilon=1.0, solver="nag", initial_gap=1000.0, max_iter=7, random_state=0).fit(X, y)
+    assert clf.n_iter_ == 7
