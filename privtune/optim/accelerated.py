@@ -103,6 +103,8 @@ _NOISES = ("laplace", "gaussian")
 #: The Gaussian plan is calibrated at ``epsilon * (1 - GAUSSIAN_SLACK)``, so that float rounding of the
 #: per-step split can never push the exactly composed epsilon above ``epsilon``.
 GAUSSIAN_SLACK = 1e-3
+#: Largest number of noise integers drawn ahead at once by the solvers' loop (8 MiB of int64).
+_NOISE_BLOCK = 2**20
 #: Test-only switch: the noiseless runner refuses to run unless a test sets this to True.
 _ALLOW_NOISELESS = False
 
@@ -305,10 +307,14 @@ def _execute(plan: _Plan, U: np.ndarray, z: np.ndarray, *, noise: bool) -> DPOpt
     grads = np.empty((T, d))
     moms = np.empty(T)
     heavy_ball = plan.solver in ("gd", "hb")
-    # The noise of every step is data-independent: draw it up front, one exact-sampler call per distinct
-    # noise parameter (same law per step as plan.mechs[t].randomise; see privtune.mechanisms._batched).
-    stream = PredrawnNoise(plan.mechs[:T], d) if noise else None
+    # The noise of every step is data-independent: draw it ahead, one exact-sampler call per distinct
+    # noise parameter and block of steps (same law per step as plan.mechs[t].randomise; see
+    # privtune.mechanisms._batched). Blocks hold at most _NOISE_BLOCK integers, whatever T and d.
+    block = max(1, _NOISE_BLOCK // d)
+    stream, first = None, 0
     for t in range(T):
+        if noise and t % block == 0:
+            stream, first = PredrawnNoise(plan.mechs[t:t + block], d), t
         a, b = float(sched.alphas[t]), float(sched.betas[t])
         if sched.restarts[t]:
             x_prev = x.copy()  # MASG restart: z_t = x_t
@@ -323,7 +329,7 @@ def _execute(plan: _Plan, U: np.ndarray, z: np.ndarray, *, noise: bool) -> DPOpt
             g = plan.loss.gradient(q, U, z, 0.0)
         # Noise goes on the data term only (|g|_1 <= R_1, so it always fits the exact grid); the
         # regulariser's gradient mu q is public (q is) and is added after: same release as the paper's.
-        g_tilde = (stream.release(t, g) if stream is not None else g) + plan.mu * q
+        g_tilde = (stream.release(t - first, g) if stream is not None else g) + plan.mu * q
         if heavy_ball:
             x_new = x - a * g_tilde + b * (x - x_prev)
         else:
