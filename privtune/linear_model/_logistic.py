@@ -91,6 +91,7 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
                                                                              low=1, owner=owner),
             "initial_gap": None if self.initial_gap is None else check_real(self.initial_gap, "initial_gap",
                                                                             low=0.0, owner=owner),
+            "max_slope": check_real(self.max_slope, "max_slope", low=0.0, high=1.0, closed="right", owner=owner),
         }
         if self.classes is not None:
             cl = np.asarray(self.classes)
@@ -188,7 +189,7 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
             U, z, solver=self.solver, epsilon=params["epsilon"], alpha=1.0 / (params["C"] * n), data_norm=r1,
             data_norm_l2=r2, loss=self._loss, smoothing=params.get("smoothing", 1.0), n_iter=params["max_iter"],
             batch_size=params["batch_size"], step_scale=params["step_scale"], initial_gap=params["initial_gap"],
-            clip="rows", accountant=acc,
+            max_slope=params["max_slope"], clip="rows", accountant=acc,
             random_state=self.random_state, phase=owner, noise=self.noise,
             delta=params["delta"] if gaussian else None)
         w = res.x
@@ -308,6 +309,13 @@ _COMMON_PARAMS_DOC = """
         ``1 / (2 smoothing)`` when ``smoothing > 1``).
         A larger value gives a longer horizon. Privacy-neutral (a public
         constant); ignored by the uniform-split solvers.
+    max_slope : float in (0, 1], default=MAX_SLOPE_DEFAULT
+        ``kappa``: the derivative of the loss is clipped at ``-kappa``
+        (per-example gradient clipping, written as a loss; privtune's
+        extension, not in the paper, whose loss is ``kappa = 1``). The
+        objective becomes the convex loss that follows the original while its
+        slope is at most ``kappa`` and is linear beyond; the noise scale (the
+        sensitivity ``2 kappa R``) is multiplied by ``kappa``.MAX_SLOPE_NOTE
     classes : pair of labels or None, default=None
         Declared label set. ``None`` reads the two labels from ``y`` (see Notes).
     random_state : None, int or numpy.random.Generator, default=None
@@ -380,7 +388,12 @@ class DPLogisticRegression(_ClippedLinearMixin, _DPMarginClassifier):
     default.
 
     Parameters
-    ----------""" + _COMMON_PARAMS_DOC + """
+    ----------""" + _COMMON_PARAMS_DOC.replace("MAX_SLOPE_DEFAULT", "0.5").replace("MAX_SLOPE_NOTE", """
+        ``0.5`` is ``|phi'(0)|`` of the logistic loss: nothing is clipped at
+        the start (``w = 0``) and every step's noise is halved; the loss is
+        ``log(1 + e**-m)`` for margins ``m >= 0`` and ``ln 2 - m / 2`` below
+        (a robust, Huber-like logistic loss). ``max_slope=1`` is the paper's
+        logistic regression.""") + """
     data_norm : float in (0, inf), default=1.0
         Declared bound on the **L1** norm of every row of ``X`` (the norm the
         Laplace sensitivity needs). Rows above it are scaled down
@@ -431,9 +444,9 @@ class DPLogisticRegression(_ClippedLinearMixin, _DPMarginClassifier):
     def __init__(self, epsilon: float = 1.0, *, solver: str = "nag-opt", C: float = 1.0,
                  data_norm: float = 1.0, data_norm_l2: float | None = None, fit_intercept: bool = True,
                  intercept_scaling: float = 1.0, batch_size: int | None = None, max_iter: int = 20,
-                 step_scale: float = 1.0, initial_gap: float | None = None, clip: str = "rows",
-                 classes: Any = None, random_state: Any = None, accountant: Accountant | None = None,
-                 noise: str = "laplace", delta: float = 1e-6) -> None:
+                 step_scale: float = 1.0, initial_gap: float | None = None, max_slope: float = 0.5,
+                 clip: str = "rows", classes: Any = None, random_state: Any = None,
+                 accountant: Accountant | None = None, noise: str = "laplace", delta: float = 1e-6) -> None:
         self.epsilon = epsilon
         self.noise = noise
         self.delta = delta
@@ -447,6 +460,7 @@ class DPLogisticRegression(_ClippedLinearMixin, _DPMarginClassifier):
         self.max_iter = max_iter
         self.step_scale = step_scale
         self.initial_gap = initial_gap
+        self.max_slope = max_slope
         self.clip = clip
         self.classes = classes
         self.random_state = random_state

@@ -9,11 +9,23 @@ Both losses are functions of the margin ``m = z u^T w`` of a row ``u`` with labe
   :math:`\phi(m) = 0` for ``m >= 1``, :math:`(1 - m)^2 / (2h)` for ``1 - h < m < 1``,
   :math:`1 - m - h/2` for ``m <= 1 - h``; :math:`\phi'(m) \in [-1, 0]`, :math:`\phi'' \le 1/h`.
 
+**Slope clipping** (``max_slope = kappa`` in (0, 1]; privtune's extension, not in
+the paper, which has ``kappa = 1``): the derivative is clipped,
+``phi_kappa'(m) = max(phi'(m), -kappa)``. Since ``phi'`` is non-decreasing, so is
+the clipped derivative: it is the derivative of the convex loss ``phi_kappa``
+equal to ``phi`` where ``|phi'| <= kappa`` and continued linearly with slope
+``-kappa`` below (for logistic with ``kappa = 1/2``: ``phi`` for ``m >= 0`` and
+``ln 2 - m / 2`` for ``m < 0``). ``phi_kappa'' <= phi''``, so the smoothness
+bound below still holds, and every per-example gradient has ``|c| <= kappa``:
+the sensitivities below are multiplied by ``kappa``. This is per-example
+gradient clipping (as in DP-SGD) expressed as a loss, so the solvers still
+minimise a convex, smooth objective.
+
 **L1 sensitivity (derivation).** For rows with ``||u||_1 <= R_1`` and any labels,
 the per-example gradients of the data term are ``c u`` and ``c' u'`` with
-``|c|, |c'| <= 1``, so for every ``w``
+``|c|, |c'| <= kappa`` (``kappa = 1`` without slope clipping), so for every ``w``
 
-.. math:: \|c u - c' u'\|_1 \le |c| \|u\|_1 + |c'| \|u'\|_1 \le 2 R_1 =: S_1 .
+.. math:: \|c u - c' u'\|_1 \le |c| \|u\|_1 + |c'| \|u'\|_1 \le 2 \kappa R_1 =: S_1 .
 
 The L2 regulariser is the same for every example and cancels. Replacing one row
 of a batch of ``m`` rows therefore moves the batch-mean gradient by at most
@@ -49,24 +61,44 @@ _CLIP_SHRINK = 1.0 - 2.0**-40
 class MarginLoss:
     """A margin loss ``phi(z u^T w)`` with its public constants (internal)."""
 
-    def __init__(self, name: str, smoothing: float = 1.0) -> None:
+    def __init__(self, name: str, smoothing: float = 1.0, max_slope: float = 1.0) -> None:
         self.name = name
         self.smoothing = float(smoothing)
+        self.max_slope = float(max_slope)
+
+    def _knee(self) -> float:
+        """The margin below which the slope is clipped (``-inf`` without clipping)."""
+        k = self.max_slope
+        if k >= 1.0:
+            return -math.inf
+        if self.name == "logistic":
+            return math.log((1.0 - k) / k)  # sigma(-m) = k
+        return 1.0 - k * self.smoothing  # (1 - m) / h = k
 
     def derivative(self, margin: np.ndarray) -> np.ndarray:
-        """``phi'(margin)``, in [-1, 0]."""
+        """``phi_kappa'(margin)``, in ``[-max_slope, 0]``."""
         if self.name == "logistic":
-            return -expit(-margin)
-        h = self.smoothing
-        return -np.clip((1.0 - margin) / h, 0.0, 1.0)
+            d = -expit(-margin)
+        else:
+            d = -np.clip((1.0 - margin) / self.smoothing, 0.0, 1.0)
+        return d if self.max_slope >= 1.0 else np.maximum(d, -self.max_slope)
 
-    def value(self, margin: np.ndarray) -> np.ndarray:
-        """``phi(margin)`` (for evaluation and tests only; never released)."""
+    def _raw_value(self, margin: np.ndarray) -> np.ndarray:
         if self.name == "logistic":
             return np.logaddexp(0.0, -margin)
         h = self.smoothing
         r = 1.0 - margin
         return np.where(r <= 0.0, 0.0, np.where(r < h, r * r / (2.0 * h), r - h / 2.0))
+
+    def value(self, margin: np.ndarray) -> np.ndarray:
+        """``phi_kappa(margin)`` (for evaluation and tests only; never released)."""
+        margin = np.asarray(margin, dtype=float)
+        knee = self._knee()
+        if not math.isfinite(knee):
+            return self._raw_value(margin)
+        at_knee = float(self._raw_value(np.array([knee]))[0])
+        return np.where(margin >= knee, self._raw_value(np.maximum(margin, knee)),
+                        at_knee + self.max_slope * (knee - margin))
 
     def curvature_bound(self) -> float:
         """``sup phi''``: 1/4 (logistic) or 1/h (smoothed hinge)."""
@@ -86,11 +118,11 @@ class MarginLoss:
         return float(np.mean(self.value(z * (U @ w))) + 0.5 * alpha * float(w @ w))
 
 
-def get_loss(loss: str, smoothing: float, owner: str) -> MarginLoss:
+def get_loss(loss: str, smoothing: float, owner: str, max_slope: float = 1.0) -> MarginLoss:
     if loss not in LOSSES:
         raise InvalidParameterError(
             f"The 'loss' parameter of {owner} must be one of {list(LOSSES)}. Got {loss!r} instead.")
-    return MarginLoss(loss, smoothing)
+    return MarginLoss(loss, smoothing, max_slope)
 
 
 def clip_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, owner: str,

@@ -160,7 +160,7 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
                data_norm_l2: float | None, loss: str, smoothing: float, n_iter: int, batch_size: int | None,
                step_scale: float, initial_gap: float | None, x0: Any, masg_p: int, clip: str, output: str,
                accountant: Any, random_state: Any, owner: str, noise: str = "laplace",
-               delta: float | None = None) -> _Plan:
+               delta: float | None = None, max_slope: float = 1.0) -> _Plan:
     _choice(solver, "solver", SOLVERS, owner)
     kind = _choice(noise, "noise", _NOISES, owner)
     eps = check_epsilon(epsilon, owner=owner)
@@ -180,7 +180,8 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
     r1 = check_real(data_norm, "data_norm", low=0.0, owner=owner)
     r2 = r1 if data_norm_l2 is None else check_real(data_norm_l2, "data_norm_l2", low=0.0, owner=owner)
     h = check_real(smoothing, "smoothing", low=0.0, owner=owner)
-    lossf: MarginLoss = get_loss(loss, h, owner)
+    kappa = check_real(max_slope, "max_slope", low=0.0, high=1.0, closed="right", owner=owner)
+    lossf: MarginLoss = get_loss(loss, h, owner, kappa)
     horizon = check_integer(n_iter, "n_iter", low=1, high=100_000, owner=owner)
     c = check_real(step_scale, "step_scale", low=0.0, high=1.0, closed="right", owner=owner)
     p = check_integer(masg_p, "masg_p", low=1, high=30, owner=owner)
@@ -204,7 +205,7 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
             raise InvalidParameterError(f"The 'x0' parameter of {owner} must be a finite 1-D array of length {d}.")
     r2 = min(r2, r1)  # ||u||_2 <= ||u||_1 always
     r1_eff = l1_bound_of(r1, r2, d)
-    sens = 2.0 * r1_eff  # per-example L1 sensitivity of the data-term gradient (module _losses)
+    sens = 2.0 * kappa * r1_eff  # per-example L1 sensitivity of the data-term gradient (module _losses)
     smooth = lossf.curvature_bound() * r2 * r2 + mu
     if initial_gap is None:
         e0 = lossf.value_bound(r2 * float(np.linalg.norm(w0))) + 0.5 * mu * float(w0 @ w0)
@@ -215,7 +216,7 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
     sched = step_schedule(solver, horizon, c, smooth, mu, p)
     if kind == "gaussian":
         return _gaussian_plan(solver=solver, n=n, d=d, m=m, eps=eps, dlt=dlt, mu=mu, r1=r1, r2=r2,
-                              lossf=lossf, horizon=horizon, sched=sched, smooth=smooth, e0=e0, w0=w0,
+                              kappa=kappa, lossf=lossf, horizon=horizon, sched=sched, smooth=smooth, e0=e0, w0=w0,
                               clip=clip, output=output, source=source, owner=owner)
     if solver.endswith("-opt"):
         t_used, eps_t = opt_split(sched, epsilon=eps, mu=mu, smoothness=smooth, sensitivity=sens, n=n,
@@ -246,11 +247,11 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
 
 
 def _gaussian_plan(*, solver: str, n: int, d: int, m: int, eps: float, dlt: float, mu: float, r1: float,
-                   r2: float, lossf: MarginLoss, horizon: int, sched: Any, smooth: float, e0: float,
+                   r2: float, kappa: float, lossf: MarginLoss, horizon: int, sched: Any, smooth: float, e0: float,
                    w0: np.ndarray, clip: str, output: str, source: Any, owner: str) -> _Plan:
     """The Gaussian (zCDP) plan -- privtune's extension, not in the paper (internal).
 
-    Per-example L2 sensitivity of the data-term gradient ``S_2 = 2 R_2`` (``R_2``
+    Per-example L2 sensitivity of the data-term gradient ``S_2 = 2 kappa R_2`` (``R_2``
     the declared L2 row bound ``data_norm_l2``, else ``data_norm``, since
     ``||u||_2 <= ||u||_1``); the full-batch mean has L2 sensitivity ``S_2 / n``.
     The whole run is one Gaussian mechanism with ``1 / nm**2 = sum_t 1 / nm_t**2``
@@ -258,7 +259,7 @@ def _gaussian_plan(*, solver: str, n: int, d: int, m: int, eps: float, dlt: floa
     the precision ``1 / nm**2`` (i.e. the zCDP ``rho``) is split across steps
     uniformly, or proportionally to ``a_{T,t}**(1/2)`` for the ``*-opt`` solvers.
     """
-    sens2 = 2.0 * r2
+    sens2 = 2.0 * kappa * r2
     nm = calibrate_analytic_gaussian(epsilon=eps * (1.0 - GAUSSIAN_SLACK), delta=dlt)
     precision = 1.0 / (nm * nm)
     if solver.endswith("-opt"):
@@ -339,7 +340,8 @@ def _execute(plan: _Plan, U: np.ndarray, z: np.ndarray, *, noise: bool) -> DPOpt
         queries[t] = q
         grads[t] = g_tilde
         moms[t] = b_used
-    extra = {"initial_gap": plan.e0, "data_norm": plan.r1, "data_norm_l2": plan.r2, "noise": noise}
+    extra = {"initial_gap": plan.e0, "data_norm": plan.r1, "data_norm_l2": plan.r2, "noise": noise,
+             "max_slope": plan.loss.max_slope}
     if plan.noise == "gaussian":
         extra["noise_multipliers"] = plan.noise_multipliers.copy()
         extra["precision_shares"] = plan.precision_shares.copy()
@@ -389,7 +391,7 @@ def _noiseless_run_for_tests(X: Any, y: Any, **kw: Any) -> DPOptimizeResult:
 def _defaults(kw: dict[str, Any]) -> dict[str, Any]:
     base = dict(solver="nag-opt", data_norm_l2=None, loss="logistic", smoothing=1.0, n_iter=100,
                 batch_size=None, step_scale=1.0, initial_gap=None, x0=None, masg_p=1, clip="rows",
-                output="last", random_state=None, noise="laplace", delta=None)
+                output="last", random_state=None, noise="laplace", delta=None, max_slope=1.0)
     base.update(kw)
     return base
 
@@ -401,7 +403,7 @@ def dp_accelerated(
     batch_size: int | None = None, step_scale: float = 1.0, initial_gap: float | None = None,
     x0: Any = None, masg_p: int = 1, clip: str = "rows", output: str = "last",
     accountant: Accountant | None = None, random_state: Any = None, phase: str = "training",
-    noise: str = "laplace", delta: float | None = None,
+    noise: str = "laplace", delta: float | None = None, max_slope: float = 1.0,
 ) -> DPOptimizeResult:
     r"""Minimise a regularised margin loss with a DP (accelerated) gradient method (Laplace or Gaussian).
 
@@ -464,6 +466,14 @@ def dp_accelerated(
     delta : float in (0, 1) or None, default=None
         Required with ``noise="gaussian"``; must be None (or 0) with
         ``noise="laplace"``.
+    max_slope : float in (0, 1], default=1.0
+        ``kappa``: the loss derivative is clipped at ``-kappa`` (per-example
+        gradient clipping; privtune's extension, not in the paper, which has
+        ``kappa = 1``). The loss becomes the convex, equally smooth
+        ``phi_kappa`` (linear with slope ``-kappa`` beyond the clipping point,
+        :mod:`privtune.optim._losses`) and every sensitivity is multiplied by
+        ``kappa``. For logistic, ``kappa = 1/2`` is ``|phi'(0)|``: nothing is
+        clipped at ``w = 0`` and the noise of every step is halved.
 
     Returns
     -------
@@ -489,8 +499,9 @@ def dp_accelerated(
     noise (the regulariser's gradient ``alpha q_t`` is public and is added
     after the noise, which gives the same release as the paper's) of scale
     ``b_t = S_1 (1 + 2**-10) / (m eps0_t)`` per coordinate, where ``S_1 = 2
-    min(R_1, sqrt(d) R_2)`` bounds the L1 change of one example's data-term
-    gradient (logistic: ``phi' in (-1, 0)``; smoothed hinge: ``phi' in [-1, 0]``;
+    kappa min(R_1, sqrt(d) R_2)`` bounds the L1 change of one example's
+    data-term gradient (logistic: ``phi' in (-1, 0)``; smoothed hinge:
+    ``phi' in [-1, 0]``; clipped to ``[-kappa, 0]`` by ``max_slope = kappa``;
     see :mod:`privtune.optim._losses` for the derivation) and
     ``eps0_t = ln(1 + (e**eps_t - 1) n / m)``, so that after amplification by
     sampling without replacement ([BBG18], eq. (3.3)) step ``t`` costs exactly
@@ -506,7 +517,7 @@ def dp_accelerated(
     run is ``(epsilon, delta)``-DP under replace-one, same releases and public
     quantities. Step ``t`` adds exact discrete Gaussian noise of standard
     deviation ``sigma_t = nm_t S_2 (1 + 2**-10) / n`` per coordinate, where
-    ``S_2 = 2 R_2`` bounds the L2 change of one example's data-term gradient
+    ``S_2 = 2 kappa R_2`` bounds the L2 change of one example's data-term gradient
     (``R_2`` is the declared ``data_norm_l2``, else ``data_norm``, since
     ``||u||_2 <= ||u||_1``; rows are clipped to both). The composition of
     Gaussians is exactly the Gaussian of multiplier ``nm`` with
@@ -545,7 +556,7 @@ def dp_accelerated(
                 epsilon=epsilon, alpha=alpha, data_norm=data_norm, data_norm_l2=data_norm_l2, loss=loss,
                 smoothing=smoothing, n_iter=n_iter, batch_size=batch_size, step_scale=step_scale,
                 initial_gap=initial_gap, x0=x0, masg_p=masg_p, clip=clip, output=output,
-                random_state=random_state, noise=noise, delta=delta)
+                random_state=random_state, noise=noise, delta=delta, max_slope=max_slope)
 
 
 _WRAPPER_DOC = """{summary}

@@ -26,7 +26,7 @@ class DPLinearSVC(_ClippedLinearMixin, _DPMarginClassifier):
     the accelerated solvers need (the plain hinge is not smooth).
 
     Parameters
-    ----------""" + _COMMON_PARAMS_DOC + """
+    ----------""" + _COMMON_PARAMS_DOC.replace("MAX_SLOPE_DEFAULT", "1.0").replace("MAX_SLOPE_NOTE", "") + """
     data_norm : float in (0, inf), default=1.0
         Declared bound on the **L1** norm of every row of ``X``; rows above it
         are scaled down (``clip="rows"``) or refused (``clip="raise"``); the same
@@ -77,7 +77,7 @@ class DPLinearSVC(_ClippedLinearMixin, _DPMarginClassifier):
     def __init__(self, epsilon: float = 1.0, *, solver: str = "nag-opt", C: float = 1.0,
                  data_norm: float = 1.0, data_norm_l2: float | None = None, smoothing: float = 1.0,
                  fit_intercept: bool = True, intercept_scaling: float = 1.0, batch_size: int | None = None,
-                 max_iter: int = 20, step_scale: float = 1.0, initial_gap: float | None = None,
+                 max_iter: int = 20, step_scale: float = 1.0, initial_gap: float | None = None, max_slope: float = 1.0,
                  clip: str = "rows", classes: Any = None,
                  random_state: Any = None, accountant: Accountant | None = None, noise: str = "laplace",
                  delta: float = 1e-6) -> None:
@@ -95,6 +95,7 @@ class DPLinearSVC(_ClippedLinearMixin, _DPMarginClassifier):
         self.max_iter = max_iter
         self.step_scale = step_scale
         self.initial_gap = initial_gap
+        self.max_slope = max_slope
         self.clip = clip
         self.classes = classes
         self.random_state = random_state

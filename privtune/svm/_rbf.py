@@ -58,7 +58,8 @@ class DPSVC(_DPMarginClassifier):
     C (convention)
         Inverse regularisation strength, as in scikit-learn""").replace("""
     epsilon : float in (0, inf), default=1.0
-        Privacy budget of one ``fit`` (pure DP, ``delta = 0``).""", "") + """
+        Privacy budget of one ``fit`` (pure DP, ``delta = 0``).""", "").replace("MAX_SLOPE_DEFAULT", "1.0").replace(
+            "MAX_SLOPE_NOTE", "") + """
 
     Attributes
     ----------""" + _COMMON_ATTRS_DOC + """
@@ -110,7 +111,7 @@ class DPSVC(_DPMarginClassifier):
     def __init__(self, C: float = 1.0, gamma: float = 1.0, *, n_components: int = 100, epsilon: float = 1.0,
                  solver: str = "nag-opt", smoothing: float = 1.0, fit_intercept: bool = True,
                  intercept_scaling: float = 1.0, batch_size: int | None = None, max_iter: int = 20,
-                 step_scale: float = 1.0, initial_gap: float | None = None, classes: Any = None,
+                 step_scale: float = 1.0, initial_gap: float | None = None, max_slope: float = 1.0, classes: Any = None,
                  feature_seed: int = 0,
                  random_state: Any = None, accountant: Accountant | None = None, noise: str = "laplace",
                  delta: float = 1e-6) -> None:
@@ -128,6 +129,7 @@ class DPSVC(_DPMarginClassifier):
         self.max_iter = max_iter
         self.step_scale = step_scale
         self.initial_gap = initial_gap
+        self.max_slope = max_slope
         self.classes = classes
         self.feature_seed = feature_seed
         self.random_state = random_state

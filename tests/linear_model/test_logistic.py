@@ -133,7 +133,8 @@ def test_large_epsilon_approaches_sklearn_on_the_same_objective():
     augmented data."""
     X, y = _blobs(7, n=2000)
     C = 0.05
-    clf = DPLogisticRegression(epsilon=1e5, C=C, solver="nag", max_iter=3000, random_state=0).fit(X, y)
+    clf = DPLogisticRegression(epsilon=1e5, C=C, solver="nag", max_iter=3000, max_slope=1.0,
+                               random_state=0).fit(X, y)
     Xc = np.hstack((clip_rows(X, 1.0, 1.0, mode="rows", owner="t"), np.ones((X.shape[0], 1))))
     ref = LogisticRegression(C=C, fit_intercept=False, tol=1e-12, max_iter=10_000).fit(Xc, y)
     np.testing.assert_allclose(clf.coef_[0], ref.coef_[0][:-1], atol=5e-3)
@@ -144,8 +145,9 @@ def test_intercept_enters_the_declared_bounds():
     X, y = _blobs(8, n=400)
     with_b = DPLogisticRegression(data_norm=2.0, intercept_scaling=0.5, random_state=0, max_iter=5).fit(X, y)
     no_b = DPLogisticRegression(data_norm=2.0, fit_intercept=False, random_state=0, max_iter=5).fit(X, y)
-    assert with_b.optimize_result_.sensitivity == pytest.approx(2 * 2.5)
-    assert no_b.optimize_result_.sensitivity == pytest.approx(2 * 2.0)
+    # 2 kappa R_1 with the default max_slope kappa = 1/2
+    assert with_b.optimize_result_.sensitivity == pytest.approx(2 * 0.5 * 2.5)
+    assert no_b.optimize_result_.sensitivity == pytest.approx(2 * 0.5 * 2.0)
     assert no_b.intercept_[0] == 0.0
 
 
@@ -157,7 +159,8 @@ def test_gaussian_fit_charges_approximate_dp_and_learns():
     assert 0.8 * (1 - 2e-3) < spent.epsilon <= 0.8 and spent.delta == 1e-6
     assert 0.8 * (1 - 2e-3) < clf.accountant_.spent.epsilon <= 0.8 and clf.accountant_.budget == Budget(0.8, 1e-6)
     assert clf.optimize_result_.noise == "gaussian" and clf.score(X, y) > 0.85
-    assert clf.optimize_result_.sensitivity == pytest.approx(2 * math.sqrt(1.0 + 1.0))  # 2 R_2 with intercept
+    # 2 kappa R_2 with the intercept and the default max_slope kappa = 1/2
+    assert clf.optimize_result_.sensitivity == pytest.approx(2 * 0.5 * math.sqrt(1.0 + 1.0))
 
 
 def test_gaussian_needs_a_delta_budget_and_refuses_batches():
@@ -200,8 +203,19 @@ def test_declared_initial_gap_sets_the_opt_horizon_and_matches_the_solver():
     # the same T* as the solver with the same declaration (the estimator appends the intercept column)
     U = np.hstack((X, np.ones((X.shape[0], 1))))
     res = dp_accelerated(U, np.where(y == 1, 1.0, -1.0), epsilon=1.0, alpha=1.0 / X.shape[0], data_norm=2.0,
-                         data_norm_l2=math.sqrt(2.0), n_iter=200, initial_gap=10.0, random_state=0)
+                         data_norm_l2=math.sqrt(2.0), n_iter=200, initial_gap=10.0, max_slope=0.5, random_state=0)
     assert res.n_iter == horizons[1]
     # uniform-split solvers ignore it
     clf = DPLogisticRegression(epsilon=1.0, solver="nag", initial_gap=1000.0, max_iter=7, random_state=0).fit(X, y)
     assert clf.n_iter_ == 7
+
+
+def test_default_max_slope_halves_the_noise_and_one_restores_the_papers_loss():
+    X, y = _blobs(9, n=500)
+    half = DPLogisticRegression(epsilon=1.0, solver="nag", max_iter=4, random_state=0).fit(X, y)
+    paper = DPLogisticRegression(epsilon=1.0, solver="nag", max_iter=4, max_slope=1.0, random_state=0).fit(X, y)
+    assert half.max_slope == 0.5
+    np.testing.assert_allclose(half.optimize_result_.noise_scales, paper.optimize_result_.noise_scales / 2)
+    assert half.privacy_spent_ == paper.privacy_spent_ == Budget(1.0, 0.0)
+    with pytest.raises(InvalidParameterError, match="max_slope"):
+        DPLogisticRegression(max_slope=0.0).fit(X, y)

@@ -236,16 +236,17 @@ def test_minibatch_noise_scale_matches_spec_example():
     r1=st.floats(0.1, 10.0),
     l2_ratio=st.one_of(st.none(), st.floats(0.05, 1.0)),
     scale=st.floats(0.1, 100.0),
+    kappa=st.one_of(st.just(1.0), st.floats(0.01, 1.0)),
 )
-def test_per_step_l1_sensitivity_holds_on_neighbouring_batches(seed, d, m, loss, h, r1, l2_ratio, scale):
+def test_per_step_l1_sensitivity_holds_on_neighbouring_batches(seed, d, m, loss, h, r1, l2_ratio, scale, kappa):
     """Replace one row (and its label) by another in the declared domain: the released batch mean moves
-    by at most the sensitivity the Laplace mechanism was built with (S_1 / m)."""
+    by at most the sensitivity the Laplace mechanism was built with (S_1 / m), also with slope clipping."""
     rng = np.random.default_rng(seed)
     r2 = None if l2_ratio is None else l2_ratio * r1
     plan = acc_mod._make_plan(solver="gd", n=m, d=d, epsilon=1.0, alpha=0.3, data_norm=r1, data_norm_l2=r2,
                               loss=loss, smoothing=h, n_iter=1, batch_size=None, step_scale=1.0,
                               initial_gap=None, x0=None, masg_p=1, clip="rows", output="last",
-                              accountant=None, random_state=0, owner="t")
+                              accountant=None, random_state=0, owner="t", max_slope=kappa)
     U = rng.normal(size=(m, d)) * scale * rng.uniform(0, 1, size=(m, 1))
     z = rng.choice([-1.0, 1.0], size=m)
     U2, z2 = U.copy(), z.copy()
@@ -253,10 +254,12 @@ def test_per_step_l1_sensitivity_holds_on_neighbouring_batches(seed, d, m, loss,
     z2[0] = -z[0] if rng.uniform() < 0.5 else z[0]
     U, U2 = (clip_rows(A, plan.r1, plan.r2, mode="rows", owner="t") for A in (U, U2))
     w = rng.normal(size=d) * rng.choice([0.0, 1.0, 30.0])
-    lossf = MarginLoss(loss, h)
+    lossf = plan.loss
+    assert lossf.max_slope == kappa
     diff = np.abs(lossf.gradient(w, U, z, 0.3) - lossf.gradient(w, U2, z2, 0.3)).sum()
     assert diff <= plan.mechs[0].sensitivity * (1 + 1e-9)
     assert plan.mechs[0].sensitivity == pytest.approx(plan.sens / m)
+    assert plan.sens == pytest.approx(2 * kappa * min(plan.r1, math.sqrt(d) * plan.r2))
 
 
 def test_smoothed_hinge_sensitivity_is_attained():
@@ -521,3 +524,59 @@ def test_noise_drawn_ahead_in_small_blocks_is_reproducible(monkeypatch):
     assert small.n_iter == full.n_iter == 9
     assert small.noise_scales.tolist() == full.noise_scales.tolist()
     assert not np.array_equal(small.x, full.x)  # the consumption order differs, the law does not
+
+
+
+# ----------------------------------------------------------------------------- slope clipping (max_slope)
+@pytest.mark.parametrize("loss", ["logistic", "smoothed_hinge"])
+@pytest.mark.parametrize("kappa", [1.0, 0.5, 0.2, 0.01])
+@pytest.mark.parametrize("h", [0.3, 1.0, 2.5])
+def test_clipped_loss_is_convex_and_its_derivative_is_the_clipped_slope(loss, kappa, h):
+    f = MarginLoss(loss, h, kappa)
+    m = np.linspace(-30, 30, 60_001)
+    d = f.derivative(m)
+    assert np.all(d >= -kappa) and np.all(d <= 0) and np.all(np.diff(d) >= -1e-15)  # convex, slope bound
+    v = f.value(m)
+    assert np.all(np.isfinite(v))
+    step = m[1] - m[0]
+    np.testing.assert_allclose(np.diff(v) / step, (d[1:] + d[:-1]) / 2, atol=2e-4)  # value' == derivative
+    if kappa == 1.0:
+        np.testing.assert_array_equal(d, MarginLoss(loss, h).derivative(m))
+    raw = MarginLoss(loss, h)
+    keep = raw.derivative(m) >= -kappa
+    np.testing.assert_allclose(v[keep], raw.value(m[keep]), rtol=1e-12, atol=1e-12)  # unchanged where unclipped
+
+
+def test_max_slope_scales_the_noise_and_is_recorded():
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, size=(400, 3)) / 3
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    for noise, kw in (("laplace", {}), ("gaussian", {"delta": 1e-6})):
+        full = dp_accelerated(X, y, solver="nag", epsilon=1.0, alpha=0.01, data_norm=1.0, n_iter=5,
+                              random_state=0, noise=noise, **kw)
+        half = dp_accelerated(X, y, solver="nag", epsilon=1.0, alpha=0.01, data_norm=1.0, n_iter=5,
+                              random_state=0, noise=noise, max_slope=0.5, **kw)
+        np.testing.assert_allclose(half.noise_scales, full.noise_scales / 2, rtol=1e-12)
+        assert half.sensitivity == pytest.approx(full.sensitivity / 2)
+        assert half.extra["max_slope"] == 0.5 and full.extra["max_slope"] == 1.0
+        assert half.epsilon == pytest.approx(full.epsilon)
+    with pytest.raises(InvalidParameterError, match="max_slope"):
+        dp_accelerated(X, y, epsilon=1.0, alpha=0.01, data_norm=1.0, max_slope=0.0)
+    with pytest.raises(InvalidParameterError, match="max_slope"):
+        dp_accelerated(X, y, epsilon=1.0, alpha=0.01, data_norm=1.0, max_slope=1.5)
+
+
+def test_noiseless_clipped_logistic_matches_scipy(noiseless):
+    """With max_slope = 1/2 the solver minimises the clipped (Huber-like) logistic objective."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(500, 3)) / 3
+    y = np.where(X @ np.array([1.0, -2.0, 0.5]) + 0.3 * rng.normal(size=500) > 0, 1.0, -1.0)
+    X = clip_rows(X, 1.0, 1.0, mode="rows", owner="t")
+    alpha = 0.01
+    res = noiseless(X, y, solver="nag", epsilon=1.0, alpha=alpha, data_norm=1.0, n_iter=3000, max_slope=0.5)
+    f = MarginLoss("logistic", 1.0, 0.5)
+    ref = optimize.minimize(lambda w: f.objective(w, X, y, alpha), np.zeros(3),
+                            jac=lambda w: f.gradient(w, X, y, alpha), method="L-BFGS-B", tol=1e-14)
+    np.testing.assert_allclose(res.x, ref.x, atol=1e-5)
+    plain = noiseless(X, y, solver="nag", epsilon=1.0, alpha=alpha, data_norm=1.0, n_iter=3000)
+    assert np.abs(plain.x - res.x).max() > 1e-3  # a different objective
