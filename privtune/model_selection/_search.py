@@ -664,11 +664,17 @@ class PrivateSearchCV(BaseSearchCV):
             return None
         acc = Accountant(budget)
         eps_fit = self.estimator.get_params().get("epsilon")
-        if isinstance(eps_fit, (int, float)) and eps_fit > 0:  # refuse an unaffordable plan up front
+        planned = getattr(self.estimator, "_fit_privacy_event", None)
+        if callable(planned):  # privtune's DP classifiers: an event composing exactly like one fit's charge
+            one_fit: Any = planned()
+        elif isinstance(eps_fit, (int, float)) and eps_fit > 0:  # a pure-epsilon bound on one fit
+            one_fit = EpsilonDeltaEvent(epsilon=float(eps_fit), label="one DP fit")
+        else:
+            one_fit = None
+        if one_fit is not None:  # refuse an unaffordable plan up front
             n_evals = cfg["n_iter"] + (cfg["n_candidates"] if method.name == "lipschitz" else 0)
             n_fits = n_evals * n_folds + (1 if self.refit else 0)
-            acc.check(SelfComposedEvent(event=EpsilonDeltaEvent(epsilon=float(eps_fit), label="one DP fit"),
-                                        count=n_fits, relation="replace_one"))
+            acc.check(SelfComposedEvent(event=one_fit, count=n_fits, relation="replace_one"))
         return acc
 
     def _mapper(self, threads: bool = False) -> Callable[..., list[Any]]:

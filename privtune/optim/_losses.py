@@ -46,7 +46,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import expit
 
 from privtune.exceptions import InvalidParameterError
 
@@ -78,7 +77,7 @@ class MarginLoss:
     def derivative(self, margin: np.ndarray) -> np.ndarray:
         """``phi_kappa'(margin)``, in ``[-max_slope, 0]``."""
         if self.name == "logistic":
-            d = -expit(-margin)
+            d = 0.5 * (np.tanh(0.5 * margin) - 1.0)  # -sigma(-m), in [-1, 0]; tanh is faster than expit
         else:
             d = -np.clip((1.0 - margin) / self.smoothing, 0.0, 1.0)
         return d if self.max_slope >= 1.0 else np.maximum(d, -self.max_slope)

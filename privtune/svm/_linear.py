@@ -1,4 +1,4 @@
-r"""Pure epsilon-DP linear SVM: a smoothed (Huber) hinge loss on the Kuru et al. (2022) solvers."""
+r"""Differentially private linear SVM: a smoothed (Huber) hinge loss on the Kuru et al. (2022) solvers."""
 
 from __future__ import annotations
 
@@ -18,7 +18,10 @@ __all__ = ["DPLinearSVC"]
 
 
 class DPLinearSVC(_ClippedLinearMixin, _DPMarginClassifier):
-    __doc__ = r"""Binary linear SVM with a smoothed hinge loss and pure epsilon-DP.
+    __doc__ = r"""Binary linear SVM with a smoothed hinge loss and differential privacy.
+
+    (epsilon, delta)-DP by default (Gaussian noise, privtune's extension);
+    ``noise="laplace"`` gives pure epsilon-DP.
 
     The loss of a margin ``m = z (w^T x + b)`` is the Huber-smoothed hinge
     ``0`` for ``m >= 1``, ``(1 - m)^2 / (2 h)`` for ``1 - h < m < 1`` and
@@ -47,8 +50,8 @@ class DPLinearSVC(_ClippedLinearMixin, _DPMarginClassifier):
 
     Notes
     -----""" + _PRIVACY_DOC + """ The per-example L1 sensitivity of the
-    gradient is ``2 (data_norm + intercept_scaling)`` (the loss derivative lies
-    in ``[-1, 0]``).
+    gradient is ``2 kappa (data_norm + intercept_scaling)`` with
+    ``kappa = max_slope`` (the clipped loss derivative lies in ``[-kappa, 0]``).
 
     The smoothed hinge is not in the paper (which treats logistic regression);
     the algorithms and their privacy analysis apply unchanged to any smooth
@@ -68,8 +71,8 @@ class DPLinearSVC(_ClippedLinearMixin, _DPMarginClassifier):
     >>> X = rng.uniform(-0.5, 0.5, size=(5000, 2))
     >>> y = (X[:, 0] > 0).astype(int)
     >>> clf = DPLinearSVC(epsilon=1.0, C=10.0, random_state=0).fit(X, y)
-    >>> clf.privacy_spent_.epsilon, clf.score(X, y) > 0.8
-    (1.0, True)
+    >>> round(clf.privacy_spent_.epsilon, 2), clf.privacy_spent_.delta, clf.score(X, y) > 0.8
+    (1.0, 1e-06, True)
     """
 
     _loss = "smoothed_hinge"
@@ -79,7 +82,7 @@ class DPLinearSVC(_ClippedLinearMixin, _DPMarginClassifier):
                  fit_intercept: bool = True, intercept_scaling: float = 1.0, batch_size: int | None = None,
                  max_iter: int = 20, step_scale: float = 1.0, initial_gap: float | None = None, max_slope: float = 1.0,
                  clip: str = "rows", classes: Any = None,
-                 random_state: Any = None, accountant: Accountant | None = None, noise: str = "laplace",
+                 random_state: Any = None, accountant: Accountant | None = None, noise: str = "gaussian",
                  delta: float = 1e-6) -> None:
         self.noise = noise
         self.delta = delta

@@ -276,7 +276,7 @@ def test_training_sensitive_search_with_a_dp_estimator(data):
     X_tr = X_tr / np.abs(X_tr).sum(1, keepdims=True)  # rows inside the declared L1 bound (data_norm=1)
     X_val = X_val / np.abs(X_val).sum(1, keepdims=True)
     s = PrivateSearchCV(
-        DPLogisticRegression(epsilon=0.2, classes=[0, 1]),
+        DPLogisticRegression(epsilon=0.2, classes=[0, 1], noise="laplace"),  # pure-DP fits: they add up
         {"C": Real(0.1, 100, log=True)},
         sensitive="both",
         epsilon=1.0,
@@ -291,13 +291,39 @@ def test_training_sensitive_search_with_a_dp_estimator(data):
     assert any(e.phase.startswith("training") or e.role in (None, "training") for e in s.training_accountant_.entries)
     with pytest.raises(BudgetExceededError):  # 4 fits at 0.5 cannot fit a training budget of 1: refused up front
         PrivateSearchCV(
-            DPLogisticRegression(epsilon=0.5),
+            DPLogisticRegression(epsilon=0.5, noise="laplace"),
             {"C": Real(0.1, 100, log=True)},
             sensitive="both",
             epsilon=1.0,
             n_iter=3,
             n_candidates=16,
         ).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+
+
+def test_training_sensitive_search_with_the_default_gaussian_fits(data):
+    """The estimators' default fits are Gaussian: the training role composes them exactly (far below the sum)."""
+    from privtune.accounting import compose_events
+    from privtune.linear_model import DPLogisticRegression
+
+    X_tr, y_tr, X_val, y_val = data
+    X_tr = X_tr / np.abs(X_tr).sum(1, keepdims=True)
+    X_val = X_val / np.abs(X_val).sum(1, keepdims=True)
+    s = PrivateSearchCV(
+        DPLogisticRegression(epsilon=0.2, classes=[0, 1]),
+        {"C": Real(0.1, 100, log=True)},
+        sensitive="both",
+        epsilon=1.0,
+        delta=1e-6,
+        n_iter=3,
+        n_candidates=16,
+        random_state=0,
+    ).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    training = s.privacy_spent_["training"]
+    events = [e.event for e in s.training_accountant_.entries]
+    assert len(events) == 4  # 3 fits + the refit
+    assert training == compose_events(events, delta=1e-6)
+    assert training.delta == 1e-6 and 0.2 < training.epsilon < 0.6 * 0.8  # exact Gaussian composition: ~sqrt(4) x 0.2
+    assert s.privacy_spent_["overall"].delta <= 2e-6
 
 
 def test_cross_validation_over_one_sensitive_dataset(data):
@@ -308,7 +334,8 @@ def test_cross_validation_over_one_sensitive_dataset(data):
     X = X_tr / np.abs(X_tr).sum(1, keepdims=True)
     kw = dict(sensitive="both", cv=3, epsilon=2.0, n_iter=3, n_candidates=8, random_state=0)
     s = PrivateSearchCV(
-        DPLogisticRegression(epsilon=0.05, classes=[0, 1], random_state=0), {"C": Real(0.1, 100, log=True)}, **kw
+        DPLogisticRegression(epsilon=0.05, classes=[0, 1], noise="laplace", random_state=0),
+        {"C": Real(0.1, 100, log=True)}, **kw
     ).fit(X, y_tr)
     n = X.shape[0]
     assert s.score_sensitivity_ == pytest.approx(1 / (n // 3) / 3)  # one row, one fold, mean over 3 folds
@@ -319,7 +346,7 @@ def test_cross_validation_over_one_sensitive_dataset(data):
     assert s.privacy_spent_["overall"] == compose_events(events, delta=1e-6)  # roles overlap: composed
     assert s.privacy_spent_["overall"].epsilon <= 2.0
     threads = PrivateSearchCV(
-        DPLogisticRegression(epsilon=0.05, classes=[0, 1], random_state=0),
+        DPLogisticRegression(epsilon=0.05, classes=[0, 1], noise="laplace", random_state=0),
         {"C": Real(0.1, 100, log=True)},
         n_jobs=2,
         **kw,
@@ -341,7 +368,7 @@ def test_training_sensitive_parallel_search_charges_the_real_accountant(data):
     X_tr = X_tr / np.abs(X_tr).sum(1, keepdims=True)
     X_val = X_val / np.abs(X_val).sum(1, keepdims=True)
     s = PrivateSearchCV(
-        DPLogisticRegression(epsilon=0.1, classes=[0, 1]),
+        DPLogisticRegression(epsilon=0.1, classes=[0, 1], noise="laplace"),
         {"C": Real(0.1, 100, log=True)},
         sensitive="both",
         method="random",
@@ -352,3 +379,34 @@ def test_training_sensitive_parallel_search_charges_the_real_accountant(data):
         random_state=0,
     ).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
     assert s.privacy_spent_["training"].epsilon == pytest.approx(0.1 * 5)  # 4 fits + refit, all recorded
+
+
+def test_up_front_plan_composes_gaussian_fits_exactly(data):
+    """The plan check uses an event composing like one fit's real charge: Gaussian fits are not over-counted."""
+    from privtune.accounting import compose_events
+    from privtune.linear_model import DPLogisticRegression
+
+    X_tr, y_tr, X_val, y_val = data
+    X_tr = X_tr / np.abs(X_tr).sum(1, keepdims=True)
+    X_val = X_val / np.abs(X_val).sum(1, keepdims=True)
+    est = DPLogisticRegression(epsilon=0.3, classes=[0, 1])
+    one = est._fit_privacy_event()
+    fits = next(k for k in range(1, 200) if compose_events([one] * (k + 1), delta=1e-6).epsilon > 1.0)
+    assert fits > 1.0 / 0.3  # more fits than basic composition would allow
+    kw = dict(sensitive="both", epsilon=1.0, delta=1e-6, n_candidates=8, random_state=0)
+    s = PrivateSearchCV(est, {"C": Real(0.1, 100, log=True)}, n_iter=fits - 1, **kw).fit(
+        X_tr, y_tr, X_val=X_val, y_val=y_val)  # fits - 1 evaluations + the refit: affordable
+    assert s.privacy_spent_["training"] == compose_events([e.event for e in s.training_accountant_.entries],
+                                                          delta=1e-6)
+    assert s.privacy_spent_["training"].epsilon <= 1.0
+    with pytest.raises(BudgetExceededError):  # one more evaluation does not fit: refused before any fit
+        PrivateSearchCV(est, {"C": Real(0.1, 100, log=True)}, n_iter=fits, **kw).fit(
+            X_tr, y_tr, X_val=X_val, y_val=y_val)
+    # the planned event composes exactly like a real fit's charge
+    fitted = DPLogisticRegression(epsilon=0.3, classes=[0, 1], random_state=0).fit(X_tr, y_tr)
+    real = compose_events([fitted.privacy_event_] * 3, delta=1e-6)
+    assert real.epsilon == pytest.approx(compose_events([one] * 3, delta=1e-6).epsilon, rel=1e-6)
+    lap = DPLogisticRegression(epsilon=0.3, noise="laplace")._fit_privacy_event()
+    assert lap.epsilon_delta() == (0.3, 0.0)
+    with pytest.raises(InvalidParameterError):
+        DPLogisticRegression(epsilon=-1)._fit_privacy_event()

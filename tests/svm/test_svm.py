@@ -27,7 +27,7 @@ def test_linear_svc_learns_and_charges():
     X = rng.uniform(-0.5, 0.5, size=(4000, 2))
     y = (X[:, 0] + 0.3 * X[:, 1] > 0).astype(int)
     acc = Accountant(Budget(1.0, 0.0))
-    clf = DPLinearSVC(epsilon=1.0, C=10.0, accountant=acc, random_state=0).fit(X, y)
+    clf = DPLinearSVC(epsilon=1.0, C=10.0, accountant=acc, noise="laplace", random_state=0).fit(X, y)
     assert clf.score(X, y) > 0.9
     assert math.isclose(acc.spent.epsilon, 1.0, rel_tol=1e-12) and clf.accountant_ is acc
     assert not hasattr(clf, "predict_proba")
@@ -46,11 +46,13 @@ def test_linear_svc_refuses_bad_smoothing_and_over_budget():
 
 def test_rbf_svc_beats_linear_on_a_circle():
     X, y = _circle(2)
-    rbf = DPSVC(C=100.0, gamma=0.5, n_components=20, epsilon=10.0, random_state=0).fit(X, y)
-    lin = DPLinearSVC(C=100.0, data_norm=10.0, epsilon=10.0, random_state=0).fit(X, y)
-    assert rbf.score(X, y) > 0.8 > lin.score(X, y) - 0.1
-    assert rbf.score(X, y) > lin.score(X, y) + 0.1
-    assert rbf.optimize_result_.sensitivity == pytest.approx(2 * (math.sqrt(40) + 1.0))
+    for noise, sens in (("laplace", 2 * (math.sqrt(40) + 1.0)), ("gaussian", 2 * math.sqrt(2 + 1.0))):
+        rbf = DPSVC(C=100.0, gamma=0.5, n_components=20, epsilon=10.0, noise=noise, random_state=0).fit(X, y)
+        lin = DPLinearSVC(C=100.0, data_norm=10.0, epsilon=10.0, noise=noise, random_state=0).fit(X, y)
+        assert rbf.score(X, y) > 0.8 > lin.score(X, y) - 0.1
+        assert rbf.score(X, y) > lin.score(X, y) + 0.1
+        # L1 bound sqrt(2 D) + 1 (Laplace) or L2 bound sqrt(2 + 1) (Gaussian) of the augmented features
+        assert rbf.optimize_result_.sensitivity == pytest.approx(sens)
 
 
 def test_rbf_features_are_public_and_data_independent():
