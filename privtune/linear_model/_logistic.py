@@ -22,10 +22,9 @@ from privtune.accounting.accountant import Accountant
 from privtune.accounting.budget import Budget
 from privtune.accounting.events import EpsilonDeltaEvent, GaussianEvent, PrivacyEvent
 from privtune.exceptions import InvalidParameterError
-from privtune.mechanisms.gaussian import calibrate_analytic_gaussian
 from privtune.optim._losses import clip_rows
 from privtune.optim._schedules import SOLVERS
-from privtune.optim.accelerated import GAUSSIAN_SLACK, dp_accelerated
+from privtune.optim.accelerated import dp_accelerated, gaussian_run_multiplier
 from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
 
 __all__ = ["DPLogisticRegression"]
@@ -134,8 +133,10 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
 
         With Gaussian noise a fit charges one Gaussian event per step whose
         precisions sum to that of one Gaussian calibrated at
-        ``(epsilon (1 - GAUSSIAN_SLACK), delta)``, whatever the horizon ``T*``
-        (which depends on the data's shape and ``C``); that Gaussian is returned.
+        ``(epsilon (1 - 1e-3), delta)``, whatever the horizon ``T*`` (which
+        depends on the data's shape and ``C``); that Gaussian is returned
+        (:func:`privtune.optim.accelerated.gaussian_run_multiplier`, shared
+        with the solver).
         With Laplace noise the steps' costs sum to ``epsilon``, and
         ``EpsilonDeltaEvent(epsilon, 0)`` bounds the charge. Callers (the
         search's up-front plan) use it to refuse an unaffordable plan before any
@@ -144,18 +145,14 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
         Raises
         ------
         InvalidParameterError
-            For an invalid ``epsilon``, ``delta`` or ``noise``.
+            For a hyperparameter outside its domain (the checks of ``fit``).
         """
         owner = type(self).__name__
-        eps = check_epsilon(self.epsilon, owner=owner)
-        if not isinstance(self.noise, str) or self.noise not in _NOISES:
-            raise InvalidParameterError(
-                f"The 'noise' parameter of {owner} must be one of {list(_NOISES)}. Got {self.noise!r} instead.")
+        params = self._validate_common(owner)
         if self.noise == "gaussian":
-            delta = check_delta(self.delta, owner=owner, allow_zero=False)
-            nm = calibrate_analytic_gaussian(epsilon=eps * (1.0 - GAUSSIAN_SLACK), delta=delta)
+            nm = gaussian_run_multiplier(params["epsilon"], params["delta"])
             return GaussianEvent(noise_multiplier=nm, label=f"one {owner} fit (Gaussian)")
-        return EpsilonDeltaEvent(epsilon=eps, label=f"one {owner} fit (Laplace)")
+        return EpsilonDeltaEvent(epsilon=params["epsilon"], label=f"one {owner} fit (Laplace)")
 
     # -- fit ----------------------------------------------------------------------------
     def fit(self, X: Any, y: Any) -> _DPMarginClassifier:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from privtune.exceptions import InvalidParameterError
-from privtune.mechanisms._samplers import discrete_gaussian, discrete_laplace, grid_to_float, round_to_grid
+from privtune.mechanisms._samplers import grid_to_float, round_to_grid
 from privtune.utils import check_finite_array
 
 __all__ = ["PredrawnNoise"]
@@ -53,20 +53,17 @@ class PredrawnNoise:
         source = mechanisms[0]._source
         if any(m._source is not source for m in mechanisms):
             raise InvalidParameterError("PredrawnNoise needs mechanisms that share one random source.")
-        specs = [m._integer_noise_spec(dim) for m in mechanisms]  # refuses before drawing anything
-        groups: dict[tuple[str, int], list[int]] = defaultdict(list)
-        for t, (kind, k, _g) in enumerate(specs):
-            groups[(kind, k)].append(t)
-        rows: list[np.ndarray | None] = [None] * len(specs)
-        for (kind, k), steps in groups.items():
-            if kind == "laplace":
-                block = discrete_laplace(2**k, 1, (len(steps), dim), source)
-            else:
-                block = discrete_gaussian(4**k, 1, (len(steps), dim), source)
+        grids = [m._grid(dim) for m in mechanisms]  # (k, g) of each step; refuses before drawing anything
+        groups: dict[tuple[type, int], list[int]] = defaultdict(list)  # same kind and k: same integer law
+        for t, (m, (k, _g)) in enumerate(zip(mechanisms, grids, strict=True)):
+            groups[(type(m), k)].append(t)
+        rows: list[np.ndarray | None] = [None] * len(grids)
+        for (_kind, k), steps in groups.items():
+            block = mechanisms[steps[0]]._integer_noise(k, (len(steps), dim))
             for j, t in enumerate(steps):
                 rows[t] = block[j]
         self._rows = rows  # type: ignore[assignment]
-        self._spacings = [g for (_kind, _k, g) in specs]
+        self._spacings = [g for (_k, g) in grids]
         self._owners = [type(m).__name__ for m in mechanisms]
 
     def __len__(self) -> int:

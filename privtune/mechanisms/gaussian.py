@@ -432,10 +432,9 @@ class Gaussian(_Frozen):
         return gaussian_grid(sigma=self._sigma, sensitivity=self._sensitivity,
                              noise_multiplier=self._noise_multiplier, dim=dim, owner="Gaussian")
 
-    def _integer_noise_spec(self, dim: int) -> tuple[str, int, float]:
-        """``("gaussian", k, g)``: integer noise of scale ``2**k`` on the grid of spacing ``g`` (internal)."""
-        k, g = self._grid(dim)
-        return "gaussian", k, g
+    def _integer_noise(self, k: int, size: int | tuple[int, ...]) -> np.ndarray:
+        """Integer noise of the grid with exponent ``k`` (sigma ``2**k``), ``size`` draws (internal)."""
+        return discrete_gaussian(4**k, 1, size, self._source)
 
     def grid_spacing(self, size: int = 1) -> float:
         """Spacing ``g`` of the output grid for a value with ``size`` coordinates.
@@ -482,7 +481,7 @@ class Gaussian(_Frozen):
         arr = check_finite_array(value, "value", owner="Gaussian")
         k, g = self._grid(arr.size)
         base = round_to_grid(arr.reshape(-1), g, "value", "Gaussian")
-        noise = discrete_gaussian(4**k, 1, arr.size, self._source)
+        noise = self._integer_noise(k, arr.size)
         released = grid_to_float(base, noise, g).reshape(arr.shape)
         return float(released) if arr.ndim == 0 else released
 

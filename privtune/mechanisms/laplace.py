@@ -165,10 +165,9 @@ class Laplace(_Frozen):
         return laplace_grid(scale=self._scale, sensitivity=self._sensitivity,
                             epsilon=self._epsilon, dim=dim, owner="Laplace")
 
-    def _integer_noise_spec(self, dim: int) -> tuple[str, int, float]:
-        """``("laplace", k, g)``: integer noise of scale ``2**k`` on the grid of spacing ``g`` (internal)."""
-        k, g = self._grid(dim)
-        return "laplace", k, g
+    def _integer_noise(self, k: int, size: int | tuple[int, ...]) -> np.ndarray:
+        """Integer noise of the grid with exponent ``k`` (scale ``2**k``), ``size`` draws (internal)."""
+        return discrete_laplace(2**k, 1, size, self._source)
 
     def grid_spacing(self, size: int = 1) -> float:
         """Spacing ``g`` of the output grid for a value with ``size`` coordinates.
@@ -216,7 +215,7 @@ class Laplace(_Frozen):
         arr = check_finite_array(value, "value", owner="Laplace")
         k, g = self._grid(arr.size)
         base = round_to_grid(arr.reshape(-1), g, "value", "Laplace")
-        noise = discrete_laplace(2**k, 1, arr.size, self._source)
+        noise = self._integer_noise(k, arr.size)
         released = grid_to_float(base, noise, g).reshape(arr.shape)
         return float(released) if arr.ndim == 0 else released
 

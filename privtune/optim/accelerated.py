@@ -109,6 +109,15 @@ _NOISE_BLOCK = 2**20
 _ALLOW_NOISELESS = False
 
 
+def gaussian_run_multiplier(epsilon: float, delta: float) -> float:
+    """Noise multiplier ``nm`` of the single Gaussian that a whole Gaussian-variant run composes to.
+
+    Calibrated analytically at ``(epsilon (1 - GAUSSIAN_SLACK), delta)``; the steps' multipliers satisfy
+    ``sum_t 1 / nm_t**2 = 1 / nm**2`` whatever the horizon. Public constants only.
+    """
+    return calibrate_analytic_gaussian(epsilon=epsilon * (1.0 - GAUSSIAN_SLACK), delta=delta)
+
+
 # ----------------------------------------------------------------------------- validation
 def _choice(value: Any, name: str, choices: tuple[str, ...], owner: str) -> str:
     if not isinstance(value, str) or value not in choices:
@@ -260,7 +269,7 @@ def _gaussian_plan(*, solver: str, n: int, d: int, m: int, eps: float, dlt: floa
     uniformly, or proportionally to ``a_{T,t}**(1/2)`` for the ``*-opt`` solvers.
     """
     sens2 = 2.0 * kappa * r2
-    nm = calibrate_analytic_gaussian(epsilon=eps * (1.0 - GAUSSIAN_SLACK), delta=dlt)
+    nm = gaussian_run_multiplier(eps, dlt)
     precision = 1.0 / (nm * nm)
     if solver.endswith("-opt"):
         # The exact grid sampler needs nm_t <= nm_cap (grid exponent <= 30); nm_t <= nm sqrt(T / ratio)
