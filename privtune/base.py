@@ -57,11 +57,17 @@ class PrivacyTags:
         so that no fit reads the set of labels off the sensitive rows.
     relation : str, default="replace_one"
         The neighbouring relation of the guarantee.
+    raises_on_rows : bool, default=False
+        True when the estimator's *current configuration* makes ``fit`` refuse
+        data because of a row's values (e.g. ``clip="raise"``): whether it
+        raises then depends on one row, so a training-sensitive search refuses
+        the configuration.
     """
 
     covers: str
     classes_param: str | None = None
     relation: str = "replace_one"
+    raises_on_rows: bool = False
 
     def __post_init__(self) -> None:
         if self.covers not in COVERS:
