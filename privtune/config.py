@@ -741,19 +741,22 @@ def load_config(path: str | os.PathLike[str]) -> TuneConfig:
               if sections["report"] is not _MISSING else _MISSING)
     if isinstance(data, DataConfig) and isinstance(search, SearchConfig) and data.sensitive != "validation" \
             and isinstance(est, EstimatorConfig):
-        from privtune.model_selection._search import _is_dp_estimator
+        from privtune.model_selection._training import check_training_estimator
 
         if est.pipeline_scaler is not None:
             problems.append(("estimator.pipeline_scaler", f"a scaler fitted on sensitive training data (data.sensitive "
                              f"= {json.dumps(data.sensitive)}) is not private; remove it (privtune's DP estimators "
                              "take public bounds instead) or use sensitive = \"validation\""))
             data = _MISSING
-        elif not _is_dp_estimator(est.cls(**est.params)):
-            problems.append(("data.sensitive", f"data.sensitive = {json.dumps(data.sensitive)} declares the "
-                             f"training data sensitive, but {est.class_path} does not spend a privacy budget of its "
-                             "own; use a privtune DP estimator (e.g. privtune.linear_model.DPLogisticRegression) or "
-                             "sensitive = \"validation\""))
-            data = _MISSING
+        else:
+            try:
+                check_training_estimator(est.cls(**est.params), owner="privtune tune")
+            except InvalidParameterError as exc:
+                key = ("estimator.params.classes" if "classes=" in str(exc) else
+                       "estimator.params.clip" if "clip=" in str(exc) else "data.sensitive")
+                problems.append((key, f"data.sensitive = {json.dumps(data.sensitive)} declares the training data "
+                                 f"sensitive, but {est.class_path} cannot be fitted on it: {exc}"))
+                data = _MISSING
     if problems:
         raise ConfigError(problems)
     return TuneConfig(path=p, estimator=est, search_space=space, data=data, search=search, storage=storage,

@@ -57,6 +57,15 @@ class ReleaseMethod:
         """Public noise scales of the releases, in score units (no data needed)."""
         raise NotImplementedError
 
+    def max_evaluations(self, candidates: CandidateSet) -> int | None:
+        """The most objective evaluations the search can make, from public inputs only.
+
+        A training-sensitive search pays for this many DP fits up front. ``None``
+        means the count is random and covered by the plan's own event (random
+        stopping). The default is ``n_iter``.
+        """
+        return self.n_iter
+
     def _search(self, f: ChargedObjective, candidates: CandidateSet, accountant: Accountant,
                 source: RandomSource, public_observations: Sequence[Any],
                 callback: Callback | None) -> Release:

@@ -149,6 +149,10 @@ class LipschitzRelease(GPMethod):
             out["selection_em_weight_per_score_unit"] = self._budgets()[0] / (2 * c["per_lambda_sensitivity"])
         return out
 
+    def max_evaluations(self, candidates: CandidateSet) -> int:
+        """``n_iter`` BO evaluations plus, with ``select``, every candidate (an upper bound)."""
+        return self.n_iter + (len(candidates) if self.select else 0)
+
     def plan(self, candidates: CandidateSet) -> list[tuple[PrivacyEvent, str]]:
         eps_sel, eps_sc = self._budgets()
         out = []

@@ -108,6 +108,10 @@ class NoisyUCB(GPMethod):
         return {"observation_noise_std": obs * self.score_sensitivity * h,
                 "score_noise_std": final * self.score_sensitivity * h}
 
+    def max_evaluations(self, candidates: CandidateSet) -> int:
+        """``n_iter`` observations and at most one more for the final fresh release."""
+        return self.n_iter + 1
+
     def plan(self, candidates: CandidateSet) -> list[tuple[PrivacyEvent, str]]:
         obs, final = self.noise_multipliers()
         return ([(GaussianEvent(noise_multiplier=obs, label="noisy observation"), "observations")] * self.n_iter

@@ -133,6 +133,10 @@ class RandomSearch(ReleaseMethod):
         lap = self.score_sensitivity / self.score_epsilon() * h
         return {"score_laplace_scale": lap, "score_noise_std": math.sqrt(2) * lap}
 
+    def max_evaluations(self, candidates: CandidateSet) -> int | None:
+        """``min(n_iter, |Lambda|)``; ``None`` with random stopping (K is secret, covered by its event)."""
+        return min(self.n_iter, len(candidates)) if self.selection == "exponential" else None
+
     def plan(self, candidates: CandidateSet) -> list[tuple[PrivacyEvent, str]]:
         if self.selection == "exponential":
             sel, sc = split_budget(self.epsilon, 0.0, self.selection_share, type(self).__name__)

@@ -29,6 +29,31 @@ sensitivity are the user's declaration: ``(upper - lower) / m`` is valid when th
 score is a mean of per-row terms within the bounds; otherwise pass
 ``score_sensitivity``. Scores that are not means of bounded per-row terms
 (``r2``, ``roc_auc``) are refused unless their sensitivity is declared.
+
+Failure paths (row isolation). A sensitivity bounds how much *one row's term*
+can move, so one row must never be able to move the whole score. Every
+built-in scorer is computed from per-row terms with
+:func:`~privtune.model_selection._isolation.isolated_row_values`: one batch
+``predict`` / ``predict_proba`` when nothing fails; if the batch call raises or
+a row's output is non-finite, the rows are re-evaluated in smaller blocks down
+to single rows, and each failing row gets the scorer's **worst per-row value**
+(wrong for accuracy and balanced accuracy, the capped loss ``C`` for log loss).
+The per-row log loss is clipped to ``[0, C]`` (a probability above 1 cannot
+earn a negative loss). A callable scorer with the default rule (a mean of
+per-row terms in the declared bounds) is evaluated the same way, as a mean over
+blocks: one row on which the call raises or returns a non-finite value gets the
+lower bound for its own term. A callable with a declared ``score_sensitivity``
+(not necessarily a mean) is called once, on an
+:class:`~privtune.model_selection._isolation.IsolatedEstimator` view whose
+prediction methods give a failing row a fixed fallback output; the declared
+sensitivity must cover an arbitrary change of one row's prediction, and the
+callable itself must return a finite value for every validation set (if it
+raises or returns a non-finite value, the candidate's score is the lower bound,
+which the declared sensitivity then does not cover).
+
+Predictions of one row are assumed to depend on that row only, as for every
+scikit-learn predictor (a predictor that looks across the rows of its input
+is outside every scorer's sensitivity).
 """
 
 from __future__ import annotations
@@ -42,6 +67,7 @@ from typing import Any
 import numpy as np
 
 from privtune.exceptions import InvalidParameterError
+from privtune.model_selection._isolation import IsolatedEstimator, isolated_row_values, take_rows
 from privtune.utils._validation import check_integer, check_real
 
 __all__ = ["BoundedScorer", "make_bounded_scorer", "BUILTIN_SCORERS"]
@@ -55,33 +81,88 @@ _REFUSED = {
 
 @dataclass(frozen=True)
 class BoundedScorer:
-    """A scorer with public bounds and a declared sensitivity rule (picklable).
+    """A scorer with public bounds, a declared sensitivity rule and row-isolated evaluation (picklable).
 
     Attributes
     ----------
     name : str
     bounds : (float, float)
         Public score range; scores are clipped to it.
-    score_func : callable
-        ``score_func(estimator, X, y) -> float`` (raw, before clipping).
+    score_func : callable or None
+        A user callable ``score_func(estimator, X, y) -> float`` (raw, before
+        clipping); None for the built-in scorers, which use ``row_term``.
     rule : {"mean", "fixed", "balanced"}
         ``"mean"``: ``width / m`` (a mean of per-row terms in a range of that width);
         ``"fixed"``: the declared ``value``; ``"balanced"``: ``2 / (K * min_class_size)``.
     width, value, min_class_size : float, float or None, int or None
         Parameters of the rule.
+    row_term : callable or None
+        Built-ins: ``row_term(estimator, X, y) -> ndarray`` of per-row terms.
+    row_worst : float
+        The worst per-row term, given to a row whose evaluation fails.
+    aggregate : {"mean", "balanced"}
+        How per-row terms make the score.
     """
 
     name: str
     bounds: tuple[float, float]
-    score_func: Callable[[Any, Any, Any], float]
+    score_func: Callable[[Any, Any, Any], float] | None
     rule: str = "mean"
     width: float = 1.0
     value: float | None = None
     min_class_size: int | None = None
+    row_term: Callable[[Any, Any, Any], np.ndarray] | None = None
+    row_worst: float = 0.0
+    aggregate: str = "mean"
 
     def __call__(self, estimator: Any, X: Any, y: Any) -> float:
-        """The clipped score (a non-finite raw score counts as the lower bound)."""
-        v = float(self.score_func(estimator, X, y))
+        """The clipped, row-isolated score; never raises because of a row of ``X`` or ``y``.
+
+        Notes
+        -----
+        **Privacy.** A raw score of the sensitive rows: never log, report or
+        return it except through a charged release.
+        """
+        y = np.asarray(y)
+        m = int(y.shape[0])
+        if self.row_term is not None:
+            terms = isolated_row_values(
+                lambda idx: self.row_term(estimator, take_rows(X, idx), y[idx]), m, self.row_worst)
+            v = _balanced_mean(estimator, y, terms, self.min_class_size) if self.aggregate == "balanced" \
+                else float(np.mean(terms))
+        elif self.rule == "mean":  # a user callable declared to be a mean of per-row terms
+            func = self.score_func
+            lo = self.bounds[0]
+            terms = isolated_row_values(
+                lambda idx: np.full(idx.shape[0], _clipped(func(estimator, take_rows(X, idx), y[idx]),
+                                                           self.bounds)),
+                m, lo, attributable=False)
+            v = float(np.mean(terms))
+        else:  # a declared sensitivity: one call on a row-isolating view of the estimator
+            try:
+                v = float(self.score_func(IsolatedEstimator(estimator), X, y))
+            except Exception:  # noqa: BLE001 - the detail may quote data; never kept
+                v = math.nan
+        if not math.isfinite(v):
+            return self.bounds[0]
+        return min(self.bounds[1], max(self.bounds[0], v))
+
+    def score_public(self, estimator: Any, X: Any, y: Any) -> float:
+        """The same score without row isolation, for data that is not a private release (e.g. a test set).
+
+        Errors of the estimator propagate (as scikit-learn's scorers do), so a
+        wrong input is reported instead of scored. Used by
+        ``PrivateSearchCV.score``; never call it on sensitive rows whose score
+        will be released.
+        """
+        y = np.asarray(y)
+        if self.row_term is not None:
+            terms = np.asarray(self.row_term(estimator, X, y), dtype=float)
+            terms = np.where(np.isfinite(terms), terms, self.row_worst)
+            v = _balanced_mean(estimator, y, terms, self.min_class_size) if self.aggregate == "balanced" \
+                else float(np.mean(terms))
+        else:
+            v = float(self.score_func(estimator, X, y))
         if not math.isfinite(v):
             return self.bounds[0]
         return min(self.bounds[1], max(self.bounds[0], v))
@@ -95,34 +176,46 @@ class BoundedScorer:
         return self.width / n_validation
 
 
-def _accuracy(est: Any, X: Any, y: Any) -> float:
-    return float(np.mean(np.asarray(est.predict(X)) == np.asarray(y)))
+def _clipped(value: Any, bounds: tuple[float, float]) -> float:
+    v = float(value)
+    return min(bounds[1], max(bounds[0], v)) if math.isfinite(v) else math.nan
 
 
-def _neg_zero_one(est: Any, X: Any, y: Any) -> float:
-    return _accuracy(est, X, y) - 1.0
-
-
-def _balanced_accuracy(est: Any, X: Any, y: Any, *, min_class_size: int) -> float:
-    y = np.asarray(y)
+def _correct(est: Any, X: Any, y: np.ndarray) -> np.ndarray:
+    """1.0 where the prediction equals the label (per row)."""
     pred = np.asarray(est.predict(X))
-    classes = np.asarray(getattr(est, "classes_", np.unique(y)))
+    if pred.shape != y.shape:
+        raise ValueError("prediction shape mismatch")
+    return (pred == y).astype(float)
+
+
+def _correct_minus_one(est: Any, X: Any, y: np.ndarray) -> np.ndarray:
+    return _correct(est, X, y) - 1.0
+
+
+def _neg_log_loss_terms(est: Any, X: Any, y: np.ndarray, *, cap: float) -> np.ndarray:
+    """``-min(max(-log p_true, 0), cap)`` per row; non-finite where the probability is not finite."""
+    proba = np.asarray(est.predict_proba(X), dtype=float)
+    classes = list(est.classes_)
+    if proba.ndim != 2 or proba.shape != (y.shape[0], len(classes)):
+        raise ValueError("predict_proba shape mismatch")
+    idx = np.array([classes.index(v) if v in classes else -1 for v in y], dtype=int)
+    p = np.where(idx >= 0, proba[np.arange(len(idx)), np.maximum(idx, 0)], 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        loss = np.clip(-np.log(np.maximum(p, 0.0)), 0.0, cap)  # NaN stays NaN: that row is isolated
+    return -loss
+
+
+def _balanced_mean(est: Any, y: np.ndarray, correct: np.ndarray, min_class_size: int | None) -> float:
+    """Mean over the estimator's (public) classes of TP_c / max(n_c, M)."""
+    classes = getattr(est, "classes_", None)
+    if classes is None or len(classes) == 0:
+        return math.nan  # not a classifier with a public class set: the lower bound, whatever the rows
     recalls = []
     for c in classes:
         mask = y == c
-        tp = float(np.sum(pred[mask] == c))
-        recalls.append(tp / max(int(mask.sum()), min_class_size))
+        recalls.append(float(np.sum(correct[mask])) / max(int(mask.sum()), int(min_class_size or 1)))
     return float(np.mean(recalls))
-
-
-def _neg_log_loss(est: Any, X: Any, y: Any, *, cap: float) -> float:
-    proba = np.asarray(est.predict_proba(X), dtype=float)
-    classes = list(est.classes_)
-    idx = np.array([classes.index(v) if v in classes else -1 for v in np.asarray(y)])
-    p = np.where(idx >= 0, proba[np.arange(len(idx)), np.maximum(idx, 0)], 0.0)
-    with np.errstate(divide="ignore"):
-        loss = np.minimum(-np.log(np.maximum(p, 0.0)), cap)
-    return -float(np.mean(loss))
 
 
 def make_bounded_scorer(
@@ -164,24 +257,26 @@ def make_bounded_scorer(
         raise InvalidParameterError(
             f"scoring={scoring!r} is not supported without a declared 'score_sensitivity': {_REFUSED[scoring]}.")
     if scoring == "accuracy":
-        return BoundedScorer("accuracy", (0.0, 1.0), _accuracy, **fixed)
+        return BoundedScorer("accuracy", (0.0, 1.0), None, row_term=_correct, row_worst=0.0, **fixed)
     if scoring in ("neg_zero_one_loss", "zero_one_loss"):
-        return BoundedScorer("neg_zero_one_loss", (-1.0, 0.0), _neg_zero_one, **fixed)
+        return BoundedScorer("neg_zero_one_loss", (-1.0, 0.0), None, row_term=_correct_minus_one, row_worst=-1.0,
+                             **fixed)
     if scoring == "balanced_accuracy":
         if min_class_size is None:
             raise InvalidParameterError(
                 "scoring='balanced_accuracy' needs a declared 'min_class_size' (a public lower bound on the number "
                 "of validation records per class): the sensitivity is 2 / (K * min_class_size).")
         mcs = check_integer(min_class_size, "min_class_size", low=1, owner=owner)
-        return BoundedScorer("balanced_accuracy", (0.0, 1.0), partial(_balanced_accuracy, min_class_size=mcs),
-                             **({"rule": "balanced", "min_class_size": mcs} | fixed))
+        return BoundedScorer("balanced_accuracy", (0.0, 1.0), None, row_term=_correct, row_worst=0.0,
+                             aggregate="balanced", **({"rule": "balanced", "min_class_size": mcs} | fixed))
     if scoring == "neg_log_loss":
         if bounds is None or bounds[1] != 0.0:
             raise InvalidParameterError(
                 "scoring='neg_log_loss' needs declared 'score_bounds' (-C, 0): per-row log losses are clipped to "
                 "[0, C] before averaging, so that the score's sensitivity is C / m.")
         cap = -bounds[0]
-        return BoundedScorer("neg_log_loss", bounds, partial(_neg_log_loss, cap=cap), width=cap, **fixed)
+        return BoundedScorer("neg_log_loss", bounds, None, width=cap, row_term=partial(_neg_log_loss_terms, cap=cap),
+                             row_worst=-cap, **fixed)
     raise InvalidParameterError(
         f"The 'scoring' parameter of {owner} must be one of {list(BUILTIN_SCORERS)} or a callable "
         f"(estimator, X, y) -> float with declared 'score_bounds'. Got {scoring!r} instead.")

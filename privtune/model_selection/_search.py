@@ -5,18 +5,27 @@ from __future__ import annotations
 import math
 import sys
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from sklearn.base import clone
+from sklearn.exceptions import DataConversionWarning
 from sklearn.model_selection._search import BaseSearchCV
-from sklearn.utils.validation import check_array, check_consistent_length
+from sklearn.utils.validation import check_array
 
-from privtune.accounting import Accountant, Budget, ComposedEvent, EpsilonDeltaEvent, SelfComposedEvent
-from privtune.exceptions import InvalidParameterError
+from privtune.accounting import Accountant, Budget, ComposedEvent
+from privtune.exceptions import BudgetExceededError, InvalidParameterError, LedgerError, PrivtuneError
 from privtune.logging import get_logger
 from privtune.model_selection._scoring import BoundedScorer, make_bounded_scorer
+from privtune.model_selection._training import (
+    FitTickets,
+    check_training_estimator,
+    per_fit_event,
+    training_plan,
+    unaffordable_message,
+)
 from privtune.space import Dimension, SearchSpace, candidate_set
 from privtune.utils._random import check_random_state
 from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
@@ -42,13 +51,62 @@ def _as_space(search_space: Any) -> SearchSpace:
         "{name: Real/Integer/Categorical}. Got " f"{type(search_space).__name__}.")
 
 
-def _is_dp_estimator(estimator: Any) -> bool:
-    """A privtune DP estimator spends its own budget: it takes an ``accountant`` parameter."""
+def _as_table(X: Any, name: str) -> Any:
+    """A 2-D array (or sparse matrix) of ``X``; errors name the argument and its shape, never a value."""
+    if getattr(getattr(X, "dtype", None), "kind", None) == "c":
+        raise InvalidParameterError(f"Complex data not supported: {name} has a complex dtype.")
     try:
-        params = estimator.get_params(deep=False)
-    except Exception:  # noqa: BLE001 - not an estimator at all
-        return False
-    return "accountant" in params and type(estimator).__module__.startswith("privtune.")
+        arr = check_array(X, accept_sparse=["csr", "csc"], dtype=None, ensure_all_finite=False,
+                          ensure_2d=False, allow_nd=True, ensure_min_samples=0, ensure_min_features=0,
+                          input_name=name)
+    except Exception:  # noqa: BLE001 - scikit-learn's messages can quote the values
+        raise InvalidParameterError(
+            f"PrivateSearchCV.fit could not read {name} as an array ({type(X).__name__}); pass a 2-D array-like "
+            "(n_samples, n_features).") from None
+    if arr.ndim != 2:
+        raise InvalidParameterError(
+            f"{name} must be 2-D (n_samples, n_features); got an array with {arr.ndim} dimension(s) of shape "
+            f"{tuple(arr.shape)}. Reshape it (e.g. {name}.reshape(-1, 1) for one feature).")
+    for axis, what in ((0, "sample"), (1, "feature")):
+        if arr.shape[axis] == 0:
+            raise InvalidParameterError(
+                f"Found array with 0 {what}(s) (shape={tuple(arr.shape)}) while a minimum of 1 is required "
+                f"({name}).")
+    return arr
+
+
+def _as_labels(y: Any, name: str) -> np.ndarray:
+    """A 1-D array of targets; errors name the argument and its shape, never a value."""
+    try:
+        arr = np.asarray(y)
+    except Exception:  # noqa: BLE001
+        raise InvalidParameterError(f"PrivateSearchCV.fit could not read {name} as an array.") from None
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        warnings.warn(f"A column-vector {name} was passed when a 1d array was expected; it was ravelled.",
+                      DataConversionWarning, stacklevel=3)
+        arr = arr.ravel()
+    if arr.ndim != 1:
+        raise InvalidParameterError(
+            f"{name} must be 1-D (n_samples,); got shape {tuple(arr.shape)} (multi-output targets are not "
+            "supported).")
+    return arr
+
+
+def _same_length(X: Any, y: Any, xname: str, yname: str) -> None:
+    if X.shape[0] != y.shape[0]:
+        raise InvalidParameterError(f"{xname} has {X.shape[0]} rows but {yname} has {y.shape[0]}.")
+
+
+class CandidateFitError(PrivtuneError, RuntimeError):
+    """Fitting a candidate failed and ``error_score="raise"`` asked to stop (public training data only).
+
+    The message names the candidate and the exception's type, never its text
+    (which may quote data values).
+    """
+
+
+#: Methods whose evaluation trajectory (hence amount of work) depends on raw scores.
+_RAW_TRAJECTORY = ("gp-ucb", "gp-ucb-exact", "lipschitz")
 
 
 class _Progress:
@@ -287,6 +345,23 @@ class PrivateSearchCV(BaseSearchCV):
         self.callbacks = callbacks
         self.verbose = verbose
 
+    def score(self, X: Any, y: Any = None, **params: Any) -> float:
+        """Score ``best_estimator_`` on ``(X, y)`` with the search's scorer (clipped to its bounds).
+
+        This is an ordinary, **non-private** evaluation of data you hold (e.g. a
+        test set): nothing is released or charged, and the estimator's errors
+        propagate, as with scikit-learn's searches. Publishing the value is a
+        release of ``(X, y)`` that privtune does not account for.
+        """
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self)
+        if params:
+            raise InvalidParameterError("PrivateSearchCV.score takes no extra parameters.")
+        if not hasattr(self, "best_estimator_"):
+            raise InvalidParameterError("PrivateSearchCV.score needs refit=True (a fitted best_estimator_).")
+        return self.scorer_.score_public(self.best_estimator_, X, y)
+
     # sklearn's BaseSearchCV hook; the search is run by fit itself.
     def _run_search(self, evaluate_candidates: Any) -> None:  # pragma: no cover
         raise NotImplementedError("PrivateSearchCV runs its own private search in fit().")
@@ -319,17 +394,23 @@ class PrivateSearchCV(BaseSearchCV):
                     f"cv={self.cv!r} makes every row both a training and a validation row, so it needs "
                     f"sensitive='both' and a privtune DP estimator. Got sensitive={self.sensitive!r}; pass X_val "
                     "(or use validation_size) for a validation-only search.")
-        if self.sensitive in ("training", "both") and not _is_dp_estimator(self.estimator):
-            raise InvalidParameterError(
-                f"sensitive={self.sensitive!r} declares the training data sensitive, but "
-                f"{type(self.estimator).__name__} does not spend a privacy budget of its own: fitting it would leak "
-                "its training rows. Use a privtune DP estimator (e.g. privtune.linear_model.DPLogisticRegression), "
-                "or sensitive='validation' if the training data is public.")
+        training_sensitive = self.sensitive in ("training", "both")
+        if training_sensitive:
+            cfg["tags"] = check_training_estimator(self.estimator, owner=owner)
+            if self.method == "lipschitz":
+                raise InvalidParameterError(
+                    "method='lipschitz' (Kusner et al. Alg. 3) assumes public training data (its sensitivity fixes "
+                    "the trained weights), and how many fits it makes depends on its raw-score trajectory. Use "
+                    "sensitive='validation', or another method with sensitive training data.")
         if not isinstance(self.refit, bool):
             raise InvalidParameterError(f"The 'refit' parameter of {owner} must be a bool. Got {self.refit!r}.")
         if self.error_score not in ("lower", "raise"):
             raise InvalidParameterError(
                 f"The 'error_score' parameter of {owner} must be 'lower' or 'raise'. Got {self.error_score!r}.")
+        if self.error_score == "raise" and training_sensitive:
+            raise InvalidParameterError(
+                f"error_score='raise' with sensitive={self.sensitive!r}: whether a fit on sensitive training rows "
+                "fails would itself be released. Use error_score='lower' (a failed fit scores the lower bound).")
         if self.accountant is not None and not isinstance(self.accountant, Accountant):
             raise InvalidParameterError(f"The 'accountant' parameter of {owner} must be a privtune Accountant.")
         if self.storage is not None:
@@ -359,28 +440,53 @@ class PrivateSearchCV(BaseSearchCV):
         cfg["scorer"] = make_bounded_scorer(self.scoring, score_bounds=self.score_bounds,
                                             score_sensitivity=self.score_sensitivity,
                                             min_class_size=self.min_class_size)
+        cfg["stopping"] = (self.method == "random"
+                           and dict(self.method_params or {}).get("selection") == "random-stopping")
+        if training_sensitive:
+            one_fit, one_budget = per_fit_event(self.estimator)
+            cfg["one_fit"], cfg["one_fit_budget"] = one_fit, one_budget
+            if cfg["stopping"]:
+                if one_budget.delta > 0:
+                    raise InvalidParameterError(
+                        "Random stopping (Papernot & Steinke) is accounted here for pure-epsilon training runs only, "
+                        f"but one {type(self.estimator).__name__} fit is ({one_budget.epsilon:.4g}, "
+                        f"{one_budget.delta:.3g})-DP. Use the estimator's noise='laplace', or "
+                        "selection='exponential'.")
+                if "run_event" in (self.method_params or {}):
+                    raise InvalidParameterError(
+                        "Do not pass method_params['run_event'] with sensitive training data: the search takes each "
+                        "run's training event from the estimator's declaration.")
         return cfg
 
-    def privacy_plan(self, n_validation: int, n_classes: int = 2) -> dict[str, Any]:
+    def privacy_plan(self, n_validation: int, n_classes: int | None = None) -> dict[str, Any]:
         """What this configuration will spend, and its noise in score units -- without any data.
 
         Parameters
         ----------
         n_validation : int
-            The (public) size of the sensitive validation set.
-        n_classes : int, default=2
-            The (public) number of classes (balanced accuracy's sensitivity).
+            The (public) size of the sensitive validation set (with ``cv``: the
+            size of the smallest validation fold, ``n_samples // cv``).
+        n_classes : int or None, default=None
+            The (public) number of classes K in balanced accuracy's sensitivity.
+            ``None``: the estimator's declared label set when it has one, else 2
+            (the most conservative). ``fit`` uses the classes of the public
+            training labels when training data is public.
 
         Returns
         -------
         dict
-            ``method``, ``guarantee``, ``phases`` (phase -> Budget), ``total`` (Budget),
+            ``method``, ``guarantee``, ``phases`` (validation phase -> Budget),
+            ``total`` (the validation role's Budget), ``training_phases`` and
+            ``training_total`` (the training role's fits, refit included; empty /
+            ``None`` when training data is public), ``overall`` (the maximum over
+            the disjoint roles, or their composition with ``cv``),
             ``score_sensitivity``, ``noise`` (score units), ``n_candidates``.
 
         Raises
         ------
         InvalidParameterError, BudgetExceededError
-            As ``fit`` would, before any data access.
+            As ``fit`` would, before any data access; a training plan over budget
+            names what to change.
         """
         from privtune.accounting import compose_events
 
@@ -391,48 +497,86 @@ class PrivateSearchCV(BaseSearchCV):
         seeds = [int(g.integers(2**63)) for g in (source.numpy_generator(), source.numpy_generator())]
         candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=self.candidate_grid,
                                    random_state=np.random.default_rng(seeds[1]))
-        sensitivity = scorer.sensitivity(m, max(2, n_classes))
-        method = self._make_method(cfg, scorer, m, sensitivity, Budget(cfg["epsilon"], cfg["delta"]))
+        k = cfg.get("cv")
+        n_cls = self._n_classes(cfg) if n_classes is None else max(2, check_integer(
+            n_classes, "n_classes", low=1, owner="PrivateSearchCV.privacy_plan"))
+        sensitivity = scorer.sensitivity(m, n_cls) / (k or 1)
+        budget, train_budget = self._role_budgets(cfg)
+        method = self._make_method(cfg, scorer, m, sensitivity, budget)
         plan = method.plan(candidates)
         phases: dict[str, list[Any]] = {}
         for ev, ph in plan:
             phases.setdefault(ph, []).append(ev)
-        delta = cfg["delta"]
-        total = compose_events([ev for ev, _ in plan], delta=delta)
-        Accountant(Budget(cfg["epsilon"], delta)).check(ComposedEvent(events=tuple(ev for ev, _ in plan)))
+        total = compose_events([ev for ev, _ in plan], delta=budget.delta)
+        Accountant(budget).check(ComposedEvent(events=tuple(ev for ev, _ in plan)))
+        _, train_plan, _ = self._training_role(cfg, method, candidates, train_budget, k or 1)
+        train_phases = {ph: compose_events([ev], delta=train_budget.delta) for ev, ph in train_plan}
+        train_total = (compose_events([ev for ev, _ in train_plan], delta=train_budget.delta) if train_plan
+                       else None)
+        if train_total is None:
+            overall = total
+        elif k is not None:  # overlapping roles: sequential composition
+            overall = compose_events([ev for ev, _ in plan] + [ev for ev, _ in train_plan],
+                                     delta=budget.delta + train_budget.delta)
+        else:  # disjoint roles: parallel composition
+            overall = Budget(max(total.epsilon, train_total.epsilon), max(total.delta, train_total.delta))
         return {"method": method.name, "guarantee": method.guarantee,
-                "phases": {ph: compose_events(evs, delta=delta) for ph, evs in phases.items()},
-                "total": total, "score_sensitivity": sensitivity,
+                "phases": {ph: compose_events(evs, delta=budget.delta) for ph, evs in phases.items()},
+                "total": total, "training_phases": train_phases, "training_total": train_total,
+                "overall": overall, "score_sensitivity": sensitivity,
                 "noise": method.noise_scales(candidates), "n_candidates": len(candidates)}
 
-    def _validate_data(self, X: Any, y: Any, X_val: Any, y_val: Any) -> tuple[Any, Any, Any, Any]:
-        """Check the inputs (no split yet); sklearn's ValueErrors become InvalidParameterError."""
-        try:
-            return self._check_data(X, y, X_val, y_val)
-        except InvalidParameterError:
-            raise
-        except (ValueError, TypeError) as exc:  # sklearn's messages name the defect, never the values
-            raise InvalidParameterError(f"Invalid input to PrivateSearchCV.fit: {exc}") from None
+    def _role_budgets(self, cfg: dict[str, Any]) -> tuple[Budget, Budget]:
+        """(validation budget, training budget): both the whole budget, or split with ``cv`` (the roles overlap)."""
+        if cfg.get("cv") is None:
+            budget = Budget(cfg["epsilon"], cfg["delta"])
+            return budget, budget
+        share = cfg["cv_validation_share"]
+        return (Budget(cfg["epsilon"] * share, cfg["delta"] * share),
+                Budget(cfg["epsilon"] * (1 - share), cfg["delta"] * (1 - share)))
 
-    def _check_data(self, X: Any, y: Any, X_val: Any, y_val: Any) -> tuple[Any, Any, Any, Any]:
+    def _validate_data(self, X: Any, y: Any, X_val: Any, y_val: Any) -> tuple[Any, Any, Any, Any]:
+        """Check the inputs' public schema (no split yet), with messages that never quote a value.
+
+        Only the shape of each input is checked: the number of dimensions, of
+        rows and of columns (public under replace-one). Values are not
+        inspected: a non-finite or otherwise unusual value reaches the estimator,
+        as in scikit-learn's searches; on validation rows it can only change its
+        own row's score term (row isolation), and privtune's DP estimators map
+        such training rows into their declared domain.
+        """
         if y is None:
             raise InvalidParameterError("PrivateSearchCV.fit needs targets y (supervised estimators only).")
         if (X_val is None) != (y_val is None):
             raise InvalidParameterError("Pass both X_val and y_val, or neither.")
-        X = check_array(X, accept_sparse=["csr", "csc"], ensure_all_finite=True, input_name="X")
-        y = check_array(y, ensure_2d=False, dtype=None, ensure_all_finite=True, input_name="y")
-        check_consistent_length(X, y)
+        X, y = _as_table(X, "X"), _as_labels(y, "y")
+        _same_length(X, y, "X", "y")
         if X_val is None:
             return X, y, None, None
-        X_val = check_array(X_val, accept_sparse=["csr", "csc"], ensure_all_finite=True, input_name="X_val")
-        y_val = check_array(y_val, ensure_2d=False, dtype=None, ensure_all_finite=True, input_name="y_val")
-        check_consistent_length(X_val, y_val)
+        X_val, y_val = _as_table(X_val, "X_val"), _as_labels(y_val, "y_val")
+        _same_length(X_val, y_val, "X_val", "y_val")
         if X_val.shape[0] < 2:
             raise InvalidParameterError(
                 f"The validation set has {X_val.shape[0]} sample(s); at least 2 are needed for a private release.")
         if X_val.shape[1] != X.shape[1]:
             raise InvalidParameterError(f"X_val has {X_val.shape[1]} features but X has {X.shape[1]}.")
         return X, y, X_val, y_val
+
+    def _n_classes(self, cfg: dict[str, Any], y_tr: Any = None) -> int:
+        """K in balanced accuracy's sensitivity 2 / (K M), from public information only.
+
+        With public training labels, the classes seen in training (what a
+        fitted classifier's ``classes_`` holds); with sensitive training rows,
+        the estimator's declared label set (never read off the rows); K = 2
+        (the most conservative) when neither is available.
+        """
+        tags = cfg.get("tags")
+        if tags is not None and tags.classes_param is not None:
+            declared = self.estimator.get_params(deep=False).get(tags.classes_param)
+            return max(2, len(declared))
+        if self.sensitive == "validation" and y_tr is not None:
+            return max(2, len(np.unique(y_tr)))
+        return 2
 
     @staticmethod
     def _split_sizes(n: int, validation_size: float) -> int:
@@ -462,6 +606,8 @@ class PrivateSearchCV(BaseSearchCV):
         if self.method == "lipschitz":
             params["n_validation"] = m
         params.update(dict(self.method_params or {}))
+        if cfg.get("stopping") and "one_fit" in cfg:  # each run fits a DP estimator on the sensitive rows
+            params["run_event"] = cfg["one_fit"]
         try:
             return make_method(self.method, **params)
         except TypeError as exc:
@@ -497,10 +643,7 @@ class PrivateSearchCV(BaseSearchCV):
         X_tr, y_tr, X_v, y_v = self._validate_data(X, y, X_val, y_val)
         scorer: BoundedScorer = cfg["scorer"]
         k = cfg.get("cv")
-        # The number of classes enters balanced accuracy's sensitivity 2 / (K M). With public training labels it
-        # is public; when training rows are sensitive it must not be read off them, so use K = 2, the largest
-        # (most conservative) sensitivity for any K >= 2.
-        n_classes = max(2, len(np.unique(y_tr))) if self.sensitive == "validation" else 2
+        n_classes = self._n_classes(cfg, y_tr)
         if k is not None:
             if X_v is not None:
                 raise InvalidParameterError("Pass either cv or X_val/y_val to PrivateSearchCV.fit, not both.")
@@ -517,12 +660,9 @@ class PrivateSearchCV(BaseSearchCV):
             else:
                 m, n_train = int(X_v.shape[0]), int(X_tr.shape[0])
             self.score_sensitivity_ = scorer.sensitivity(m, n_classes)
-        budget = Budget(cfg["epsilon"], cfg["delta"])
-        train_budget = budget
-        if k is not None:  # the roles overlap: split the budget, compose the two at the end
-            share = cfg["cv_validation_share"]
-            budget = Budget(cfg["epsilon"] * share, cfg["delta"] * share)
-            train_budget = Budget(cfg["epsilon"] * (1 - share), cfg["delta"] * (1 - share))
+        budget, train_budget = self._role_budgets(cfg)  # with cv the roles overlap: split, compose at the end
+        # Everything that can refuse the configuration runs before a study row is created (and before any data).
+        method = self._make_method(cfg, scorer, m, self.score_sensitivity_, budget)
         study = journal = None
         if self.storage is not None:
             from privtune.storage import StudyStorage
@@ -547,7 +687,6 @@ class PrivateSearchCV(BaseSearchCV):
                 X_tr, y_tr, X_v, y_v = self._split(X_tr, y_tr, m, np.random.default_rng(seeds[0]))
             candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=self.candidate_grid,
                                        random_state=np.random.default_rng(seeds[1]))
-            method = self._make_method(cfg, scorer, m, self.score_sensitivity_, budget)
             if study is not None:
                 journal = study.journal()
                 accountant = Accountant(budget, ledger=study.ledger)
@@ -573,21 +712,28 @@ class PrivateSearchCV(BaseSearchCV):
 
     def _fit_search(self, cfg, scorer, method, budget, accountant, journal, study, candidates, source,  # noqa: PLR0913
                     X_tr, y_tr, X_v, y_v, m, fit_params, folds=None) -> PrivateSearchCV:
-        train_acc = self._training_accountant(budget, cfg, method, n_folds=len(folds) if folds else 1)
-
+        n_folds = len(folds) if folds else 1
+        train_acc, train_plan, tickets = self._training_role(cfg, method, candidates, budget, n_folds)
         estimator = self.estimator
+        error_score = self.error_score
 
         def fit_and_score(params: Mapping[str, Any], Xa: Any, ya: Any, Xb: Any, yb: Any) -> float:
             est = clone(estimator).set_params(**params)
-            if train_acc is not None:
-                est.set_params(accountant=train_acc)  # charges the shared training accountant before its access
+            if tickets is not None:  # a throw-away accountant: this fit was paid for up front
+                est.set_params(accountant=tickets.accountant())
             try:
                 est.fit(Xa, ya, **fit_params)
-                return scorer(est, Xb, yb)
-            except Exception:  # noqa: BLE001 - the detail may depend on the data; never kept
-                if self.error_score == "raise":
-                    raise
-                return scorer.bounds[0]
+            except (BudgetExceededError, LedgerError):
+                raise  # a fit charging more than it declared: a contract violation, never turned into a score
+            except Exception as exc:  # noqa: BLE001 - its text may quote data values; never kept
+                if error_score == "raise":  # only with public training data (refused otherwise)
+                    raise CandidateFitError(
+                        f"Fitting the candidate {dict(params)!r} failed with {type(exc).__name__} "
+                        "(error_score='raise'). Fit this candidate on your (public) training data to see the "
+                        "error; privtune never repeats an estimator's message, which may quote data values."
+                    ) from None
+                return scorer.bounds[0]  # the training data alone decides this (public, or covered by a DP fit)
+            return scorer(est, Xb, yb)  # row-isolated: one validation row moves only its own term
 
         def objective(params: Mapping[str, Any]) -> float:
             if folds is None:
@@ -595,7 +741,7 @@ class PrivateSearchCV(BaseSearchCV):
             jobs = [(params, X_tr[tr], y_tr[tr], X_tr[va], y_tr[va]) for tr, va in folds]
             if self.n_jobs in (None, 1):
                 scores = [fit_and_score(*j) for j in jobs]
-            else:  # threads share the training accountant; processes would charge copies of it
+            else:  # threads: fits share the search's ticket book
                 from joblib import Parallel, delayed
 
                 scores = Parallel(n_jobs=self.n_jobs, backend="threading")(delayed(fit_and_score)(*j) for j in jobs)
@@ -614,11 +760,16 @@ class PrivateSearchCV(BaseSearchCV):
                 stop = bool(cb(record)) or stop
             return stop
 
-        mapper = self._mapper(threads=train_acc is not None) if (self.n_jobs not in (None, 1)) else None
+        mapper = self._mapper(threads=tickets is not None) if (self.n_jobs not in (None, 1)) else None
+        if train_acc is not None:  # the whole training plan, charged before the first fit reads a row
+            reservation = train_acc.reserve([ev for ev, _ in train_plan])
+            for ev, phase in train_plan:
+                train_acc.spend(ev, phase=phase, role="training", reservation=reservation)
         t_search = time.perf_counter()
         release = method.run(objective, candidates, accountant=accountant, random_state=source,
                              callback=callback, mapper=mapper, journal=journal)
         progress.close()
+        search_seconds = time.perf_counter() - t_search
 
         self.candidates_ = candidates
         self.scorer_ = scorer
@@ -636,17 +787,22 @@ class PrivateSearchCV(BaseSearchCV):
         self.cv_results_ = self._cv_results(release, candidates)
         self.best_index_ = int(np.flatnonzero(self.cv_results_["selected"])[0]) if self.best_params_ else None
         self.n_splits_ = 1
+        self.refit_time_ = None
         if self.refit and self.best_params_ is not None:
             best = clone(estimator).set_params(**self.best_params_)
-            if train_acc is not None:
-                best.set_params(accountant=train_acc)
+            if tickets is not None:  # paid for up front, like every candidate fit
+                best.set_params(accountant=FitTickets(tickets.budget, 1).accountant())
             t0 = time.perf_counter()
             best.fit(X_tr, y_tr, **fit_params)
-            self.refit_time_ = time.perf_counter() - t0
+            if train_acc is None:  # public training data: the refit's time is a function of public inputs
+                self.refit_time_ = time.perf_counter() - t0
             self.best_estimator_ = best
         self.ledger_ = tuple(accountant.entries) + (tuple(train_acc.entries) if train_acc is not None else ())
         self.privacy_spent_ = self._privacy_spent(accountant, train_acc)
-        self.search_time_ = time.perf_counter() - t_search
+        # A local diagnostic, never in the report or the study. None where the amount of work itself depends on
+        # the data through the algorithm: a raw-score trajectory, or the secret number of runs K.
+        data_driven = method.name in _RAW_TRAJECTORY or cfg["stopping"]
+        self.search_time_ = None if data_driven else search_seconds
         self.summary_ = self._report(cfg, release, scorer, m, X_tr.shape[0])
         from privtune.report import TuningReport
 
@@ -658,24 +814,33 @@ class PrivateSearchCV(BaseSearchCV):
                      release.guarantee, self.privacy_spent_["overall"].epsilon)
         return self
 
-    def _training_accountant(self, budget: Budget, cfg: dict[str, Any], method: Any,
-                             n_folds: int = 1) -> Accountant | None:
+    def _training_role(self, cfg: dict[str, Any], method: Any, candidates: Any, budget: Budget,
+                       n_folds: int = 1) -> tuple[Accountant | None, list[Any], FitTickets | None]:
+        """The training accountant, its whole plan (checked now, before any row is read) and the fits' tickets.
+
+        Raises
+        ------
+        BudgetExceededError
+            If the training budget cannot pay for the plan (nothing spent); the
+            message names what to change.
+        """
         if self.sensitive == "validation":
-            return None
+            return None, [], None
+        one_fit, one_budget = cfg["one_fit"], cfg["one_fit_budget"]
+        n_evals = method.max_evaluations(candidates)
+        stopping = cfg["stopping"]
+        n_fits = None if stopping else n_evals * n_folds
+        stopping_event = method.plan(candidates)[0][0] if stopping else None
+        plan = training_plan(one_fit, n_fits=n_fits or 0, refit=self.refit, stopping_event=stopping_event)
         acc = Accountant(budget)
-        eps_fit = self.estimator.get_params().get("epsilon")
-        planned = getattr(self.estimator, "_fit_privacy_event", None)
-        if callable(planned):  # privtune's DP classifiers: an event composing exactly like one fit's charge
-            one_fit: Any = planned()
-        elif isinstance(eps_fit, (int, float)) and eps_fit > 0:  # a pure-epsilon bound on one fit
-            one_fit = EpsilonDeltaEvent(epsilon=float(eps_fit), label="one DP fit")
-        else:
-            one_fit = None
-        if one_fit is not None:  # refuse an unaffordable plan up front
-            n_evals = cfg["n_iter"] + (cfg["n_candidates"] if method.name == "lipschitz" else 0)
-            n_fits = n_evals * n_folds + (1 if self.refit else 0)
-            acc.check(SelfComposedEvent(event=one_fit, count=n_fits, relation="replace_one"))
-        return acc
+        if plan:
+            try:
+                acc.check(ComposedEvent(events=tuple(ev for ev, _ in plan)))
+            except BudgetExceededError as exc:
+                raise BudgetExceededError(
+                    unaffordable_message(exc, n_fits=n_fits, one_fit_budget=one_budget, budget=budget),
+                    requested=exc.requested, spent=exc.spent, ceiling=exc.ceiling) from None
+        return acc, plan, FitTickets(one_budget, n_fits)
 
     def _mapper(self, threads: bool = False) -> Callable[..., list[Any]]:
         """A joblib map; threads when fits charge a shared training accountant (processes would charge copies)."""

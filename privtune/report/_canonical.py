@@ -10,6 +10,7 @@ rerun in another process gives the same text).
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import math
 import numbers
@@ -115,7 +116,8 @@ def fmt(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
-def _version(dist: str) -> str | None:
+@functools.cache
+def _version(dist: str) -> str | None:  # installed versions do not change within a process
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:

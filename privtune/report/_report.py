@@ -192,10 +192,11 @@ class TuningReport:
         rel_dict = rel.to_dict()
         timings: dict[str, Any] = {
             "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+        # Only timings of work on public data: the refit on public training rows (refit_time_ is None when the
+        # training rows are sensitive). The search's own time is never released: scoring sensitive rows (their
+        # row-isolation fallback), a raw-score trajectory or a secret number of runs can make it depend on a row.
         if getattr(search, "refit_time_", None) is not None:
             timings["refit_seconds"] = float(search.refit_time_)
-        if getattr(search, "search_time_", None) is not None:
-            timings["search_seconds"] = float(search.search_time_)
         return cls(
             schema_version=SCHEMA_VERSION,
             environment=environment(),

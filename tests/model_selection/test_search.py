@@ -105,14 +105,12 @@ def _acc(tmp=None):
 @pytest.mark.parametrize(
     "kwargs,fit_kwargs,match",
     [
-        ({}, {"X": "nan"}, "NaN|infinity"),
-        ({}, {"y": "inf"}, "NaN|infinity|Input y"),
         ({}, {"X_val_size": 1}, "1 sample"),
         ({}, {"X_val_size": 0}, "0 sample|1 sample|at least|minimum"),
-        ({}, {"mismatch": True}, "inconsistent numbers of samples"),
+        ({}, {"mismatch": True}, r"X_val has \d+ rows but y_val has \d+"),
         ({"scoring": lambda e, X, y: 0.5}, {}, "score_bounds"),
         ({"scoring": "r2"}, {}, "r2"),
-        ({"sensitive": "both"}, {}, "does not spend a privacy budget"),
+        ({"sensitive": "both"}, {}, "declares no privacy guarantee"),
         ({"epsilon": -1.0}, {}, "'epsilon' parameter of PrivateSearchCV"),
         ({"method": "tpe"}, {}, "'method' parameter"),
         ({"search_space": {"not_a_param": Real(0, 1)}}, {}, "does not have"),
@@ -121,11 +119,6 @@ def _acc(tmp=None):
 )
 def test_bad_input_is_refused_before_anything_is_spent(data, kwargs, fit_kwargs, match):
     X_tr, y_tr, X_val, y_val = (a.copy() for a in data)
-    if fit_kwargs.get("X") == "nan":
-        X_val[0, 0] = np.nan
-    if fit_kwargs.get("y") == "inf":
-        y_val = y_val.astype(float)
-        y_val[0] = np.inf
     if "X_val_size" in fit_kwargs:
         k = fit_kwargs["X_val_size"]
         X_val, y_val = X_val[:k], y_val[:k]

@@ -1,0 +1,175 @@
+"""The training role of a private search: every DP fit is paid for up front, in one visible plan.
+
+When training rows are sensitive (``sensitive="training"`` or ``"both"``), each
+candidate is fitted by a privtune DP estimator. If every fit charged a shared
+accountant as it ran, the ledger would count the fits, and the count can depend
+on the data: on the raw-score trajectory (a method that reuses a candidate's
+score), on a fit that raises for one row, or on the secret number of runs K of a
+randomly stopped search (Papernot & Steinke's bound needs K secret). So:
+
+* The whole training plan is charged to the (visible) training accountant
+  **before the first fit**, from public quantities only: ``n_fits`` repetitions
+  of the estimator's declared per-fit event (``_fit_privacy_event()``) and the
+  refit; with random stopping, the search's one ``RepeatAndSelectEvent`` (which
+  covers every run's fit) and the refit.
+* Each fit then charges a private, throw-away :class:`PrepaidFitAccountant`
+  whose budget is exactly one declared fit: a fit that charges more than its
+  declaration is refused (``BudgetExceededError``, which aborts the search - it
+  is never turned into a score), and a fit beyond the planned count is an
+  internal error. Nothing of these per-fit accountants reaches any output.
+
+The ledger, ``privacy_spent_["training"]``, the report and the logs are then
+the same for every pair of neighbouring data sets.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from typing import Any
+
+from privtune.accounting import Accountant, Budget, PrivacyEvent, SelfComposedEvent, compose_events
+from privtune.base import PrivacyTags, get_privacy_tags
+from privtune.exceptions import InvalidParameterError, PrivtuneError
+
+__all__ = ["PrepaidFitAccountant", "FitTickets", "check_training_estimator", "per_fit_event", "training_plan"]
+
+
+class PrepaidFitAccountant(Accountant):
+    """The accountant one candidate fit charges when the training plan was paid up front (internal).
+
+    Its budget is one declared fit (the estimator's ``_fit_privacy_event()`` at
+    the estimator's delta), so a fit that charges more than it declared is
+    refused before it reads any data.
+    """
+
+
+class FitTickets:
+    """Hands out one :class:`PrepaidFitAccountant` per planned fit; thread-safe.
+
+    Parameters
+    ----------
+    budget : Budget
+        What one declared fit costs.
+    max_fits : int or None
+        The number of fits paid for up front (None: covered by a
+        random-stopping event whose K is capped by construction).
+    """
+
+    def __init__(self, budget: Budget, max_fits: int | None) -> None:
+        self.budget = budget
+        self.max_fits = max_fits
+        self._issued = 0
+        self._lock = threading.Lock()
+
+    def accountant(self) -> PrepaidFitAccountant:
+        """A fresh per-fit accountant; an internal error past the planned count (never turned into a score)."""
+        with self._lock:
+            if self.max_fits is not None and self._issued >= self.max_fits:
+                raise PrivtuneError(
+                    f"Internal error: the search asked for more than the {self.max_fits} training fits it paid for "
+                    "up front; nothing more was fitted.")
+            self._issued += 1
+        return PrepaidFitAccountant(self.budget)
+
+
+def check_training_estimator(estimator: Any, *, owner: str = "PrivateSearchCV") -> PrivacyTags:
+    """Refuse an estimator whose declared guarantee does not cover sensitive training rows.
+
+    Returns
+    -------
+    PrivacyTags
+
+    Raises
+    ------
+    InvalidParameterError
+        If the estimator declares no :class:`~privtune.base.PrivacyTags`, covers
+        labels only, can refuse data because of a row's value, leaves its label
+        set undeclared, or declares no per-fit privacy event.
+    """
+    name = type(estimator).__name__
+    tags = get_privacy_tags(estimator)
+    if tags is None:
+        raise InvalidParameterError(
+            f"{owner}: the training data is declared sensitive, but {name} declares no privacy guarantee of its own "
+            "(no __privtune_tags__): fitting it would leak its training rows. Use a privtune DP estimator (e.g. "
+            "privtune.linear_model.DPLogisticRegression), or sensitive='validation' if the training data is public.")
+    if tags.covers != "rows":
+        raise InvalidParameterError(
+            f"{owner}: {name}'s guarantee covers the labels only (its features are public by assumption), so it "
+            "cannot protect sensitive training rows: the features of every training row would leak. Use it with "
+            "sensitive='validation' (public training data), or a DP estimator whose guarantee covers whole rows.")
+    params = estimator.get_params(deep=False)
+    if tags.raises_on_rows:
+        raise InvalidParameterError(
+            f"{owner}: {name}'s configuration makes fit refuse data because of a row's values (e.g. clip='raise'), "
+            "so whether a fit fails would depend on one sensitive training row. Use clip='rows' (rows are clipped "
+            "to the declared bound instead).")
+    if tags.classes_param is not None and params.get(tags.classes_param) is None:
+        raise InvalidParameterError(
+            f"{owner}: with sensitive training data, declare {name}'s label set ({tags.classes_param}=[...]): "
+            "otherwise each fit reads the set of labels off the sensitive rows.")
+    if "accountant" not in params:
+        raise InvalidParameterError(
+            f"{owner}: {name} declares privacy tags but takes no 'accountant' parameter to charge its fits to.")
+    if not callable(getattr(estimator, "_fit_privacy_event", None)):
+        raise InvalidParameterError(
+            f"{owner}: {name} declares no per-fit privacy event (_fit_privacy_event), so the search cannot charge "
+            "its training fits up front.")
+    return tags
+
+
+def per_fit_event(estimator: Any) -> tuple[PrivacyEvent, Budget]:
+    """The declared event of one fit and its (epsilon, delta) at the estimator's delta (public)."""
+    event = estimator._fit_privacy_event()
+    if not isinstance(event, PrivacyEvent):
+        raise InvalidParameterError(
+            f"{type(estimator).__name__}._fit_privacy_event() must return a privtune PrivacyEvent.")
+    fixed = event.epsilon_delta()
+    delta = float(estimator.get_params(deep=False).get("delta") or 0.0) if fixed is None else fixed[1]
+    budget = compose_events([event], delta=delta) if fixed is None else Budget(*fixed)
+    return event, budget
+
+
+def training_plan(one_fit: PrivacyEvent, *, n_fits: int, refit: bool,
+                  stopping_event: PrivacyEvent | None = None) -> list[tuple[PrivacyEvent, str]]:
+    """The training role's charges, in order, from public quantities only.
+
+    Parameters
+    ----------
+    one_fit : PrivacyEvent
+        One fit's declared event.
+    n_fits : int
+        Candidate fits of the search (ignored with ``stopping_event``).
+    refit : bool
+        Whether ``best_estimator_`` is refitted on the training rows.
+    stopping_event : PrivacyEvent or None
+        Random stopping: the search's ``RepeatAndSelectEvent``, which covers
+        every run's fit whatever K is.
+
+    Returns
+    -------
+    list of (PrivacyEvent, phase)
+    """
+    plan: list[tuple[PrivacyEvent, str]] = []
+    if stopping_event is not None:
+        plan.append((stopping_event, "selection (random stopping)"))
+    elif n_fits > 0:
+        plan.append((SelfComposedEvent(event=one_fit, count=n_fits, relation=one_fit.relation,
+                                       label=f"{n_fits} candidate fits"), "fits"))
+    if refit:
+        plan.append((one_fit, "refit"))
+    return plan
+
+
+def unaffordable_message(exc: Exception, *, n_fits: int | None, one_fit_budget: Budget, budget: Budget) -> str:
+    """A refusal that names what to change (public quantities only)."""
+    what = (f"{n_fits} fits at epsilon={one_fit_budget.epsilon:.4g}" if n_fits is not None
+            else "the randomly stopped runs")
+    return (f"The training role cannot pay for its plan ({what}, plus the refit) within the training budget "
+            f"epsilon={budget.epsilon:.4g}, delta={budget.delta:.3g}: {exc} Lower the estimator's per-fit "
+            "'epsilon' (config key estimator.params.epsilon), lower n_iter, set refit=False, or raise epsilon.")
+
+
+def is_finite_budget(budget: Budget) -> bool:
+    return math.isfinite(budget.epsilon)
