@@ -21,6 +21,7 @@ Internal module. Three facts drive it:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 from dp_accounting import dp_event as dpe
@@ -127,7 +128,20 @@ def _merged_gaussian(parts: list[dpe.DpEvent], counts: list[int]) -> dpe.Gaussia
 
 
 def to_pld(event: ev.PrivacyEvent, interval: float) -> pld_lib.PrivacyLossDistribution | None:
-    """A pessimistic privacy-loss distribution for ``event``, or None if PLD cannot bound it."""
+    """A pessimistic privacy-loss distribution for ``event``, or None if PLD cannot bound it.
+
+    Events are immutable and PLDs are never mutated (composition returns a new
+    one), so the curve of each (event, interval) is built once and reused: the
+    same few events are bounded many times in a search (check, spend, totals,
+    per-phase totals).
+    """
+    try:
+        return _to_pld_cached(event, interval)
+    except TypeError:  # an unhashable event (a field holding a list): build it afresh
+        return _to_pld(event, interval)
+
+
+def _to_pld(event: ev.PrivacyEvent, interval: float) -> pld_lib.PrivacyLossDistribution | None:
     if event.guarantee == "conditional":
         return None
     if isinstance(event, ev.LaplaceEvent):
@@ -166,6 +180,9 @@ def to_pld(event: ev.PrivacyEvent, interval: float) -> pld_lib.PrivacyLossDistri
         inner = to_pld(event.event, interval)
         return None if inner is None else inner.self_compose(event.count)
     return None
+
+
+_to_pld_cached = functools.lru_cache(maxsize=1024)(_to_pld)
 
 
 def pld_supported(event: ev.PrivacyEvent) -> bool:
