@@ -92,6 +92,18 @@ def _as_labels(y: Any, name: str) -> np.ndarray:
     return arr
 
 
+def _max_distinct_candidates(space: SearchSpace) -> float:
+    """How many distinct points the space holds (inf with a Real dimension): a public bound on |Lambda|."""
+    total = 1.0
+    for _, dim in space.items():
+        n = getattr(dim, "n_values", None)
+        if n is None:
+            choices = getattr(dim, "choices", None)
+            n = len(choices) if choices is not None else math.inf
+        total *= n
+    return total
+
+
 def _same_length(X: Any, y: Any, xname: str, yname: str) -> None:
     if X.shape[0] != y.shape[0]:
         raise InvalidParameterError(f"{xname} has {X.shape[0]} rows but {yname} has {y.shape[0]}.")
@@ -180,9 +192,11 @@ class PrivateSearchCV(BaseSearchCV):
     sensitive : {"validation", "training", "both"}, default="validation"
         Which data roles are sensitive. Training privacy needs a privtune DP
         estimator; others are refused.
-    validation_size : float in (0, 1), default=0.3
-        When ``fit`` receives no explicit validation set, the share of rows put
-        in it by a random split that never looks at values.
+    validation_size : float in (0, 1) or None, default=None
+        When ``fit`` receives no explicit validation set (``X_val``, ``y_val``) and
+        no ``cv``, the share of rows put in the sensitive validation set by a
+        random split that never looks at values. Required in that case: privtune
+        does not split your data (and spend budget on it) unless you ask.
     cv : int or None, default=None
         Cross-validation over one sensitive data set: k folds made by a shuffled
         ``KFold`` that never looks at values (never stratified: that reads the
@@ -240,8 +254,11 @@ class PrivateSearchCV(BaseSearchCV):
         ``estimator`` refit on the training data with ``best_params_`` (if ``refit``).
     cv_results_ : dict of arrays
         Sanitised results: ``params``, ``param_<name>``, ``mean_test_score`` only where
-        a privatised score was released (NaN elsewhere), ``rank_test_score`` from
-        released values only, ``noise_std_test_score``, ``selected``. No raw score.
+        a privatised score was released (NaN elsewhere), ``noise_std_test_score``,
+        ``selected``, ``rank_test_score``: 1 for the released choice (``best_index_``),
+        then the other rows in the order of their released noisy scores (methods
+        that release observations), rows with no released score sharing the last
+        rank. No raw score.
     privacy_spent_ : dict of {str: Budget}
         ``"validation"``, ``"training"`` and ``"overall"`` (the maximum over the
         disjoint roles: parallel composition).
@@ -283,7 +300,7 @@ class PrivateSearchCV(BaseSearchCV):
     >>> from privtune.space import Real
     >>> X, y = load_breast_cancer(return_X_y=True)
     >>> search = PrivateSearchCV(SVC(), {"C": Real(0.1, 100, log=True), "gamma": Real(1e-5, 1e-2, log=True)},
-    ...                          epsilon=1.0, n_iter=10, n_candidates=64, random_state=0)
+    ...                          epsilon=1.0, n_iter=10, n_candidates=64, validation_size=0.3, random_state=0)
     >>> search.fit(X, y).privacy_spent_["overall"].epsilon <= 1.0
     True
     """
@@ -304,7 +321,7 @@ class PrivateSearchCV(BaseSearchCV):
         score_sensitivity: float | None = None,
         min_class_size: int | None = None,
         sensitive: str = "validation",
-        validation_size: float = 0.3,
+        validation_size: float | None = None,
         cv: int | None = None,
         cv_validation_share: float = 0.5,
         refit: bool = True,
@@ -379,7 +396,8 @@ class PrivateSearchCV(BaseSearchCV):
             "delta": check_delta(self.delta, owner=owner),
             "n_iter": check_integer(self.n_iter, "n_iter", low=1, owner=owner),
             "n_candidates": check_integer(self.n_candidates, "n_candidates", low=1, high=2**20, owner=owner),
-            "validation_size": check_real(self.validation_size, "validation_size", low=0.0, high=1.0, owner=owner),
+            "validation_size": (None if self.validation_size is None else
+                                check_real(self.validation_size, "validation_size", low=0.0, high=1.0, owner=owner)),
             "verbose": check_integer(self.verbose, "verbose", low=0, owner=owner),
         }
         if self.sensitive not in _SENSITIVE:
@@ -497,6 +515,7 @@ class PrivateSearchCV(BaseSearchCV):
         seeds = [int(g.integers(2**63)) for g in (source.numpy_generator(), source.numpy_generator())]
         candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=self.candidate_grid,
                                    random_state=np.random.default_rng(seeds[1]))
+        self._check_random_coverage(cfg, len(self.candidate_grid or ()), len(candidates))
         k = cfg.get("cv")
         n_cls = self._n_classes(cfg) if n_classes is None else max(2, check_integer(
             n_classes, "n_classes", low=1, owner="PrivateSearchCV.privacy_plan"))
@@ -525,6 +544,23 @@ class PrivateSearchCV(BaseSearchCV):
                 "total": total, "training_phases": train_phases, "training_total": train_total,
                 "overall": overall, "score_sensitivity": sensitivity,
                 "noise": method.noise_scales(candidates), "n_candidates": len(candidates)}
+
+    def _check_random_coverage(self, cfg: dict[str, Any], n_grid: int, n_built: int | None = None) -> None:
+        """``method="random"`` scores n_iter *distinct* candidates: refuse a plan the candidate set cannot hold.
+
+        Checked from public quantities before anything is spent (``n_built``: the
+        size of the de-duplicated candidate set once built).
+        """
+        if self.method != "random" or cfg.get("stopping"):
+            return
+        bound = min(cfg["n_candidates"] + n_grid, _max_distinct_candidates(cfg["space"]))
+        if n_built is not None:
+            bound = min(bound, n_built)
+        if cfg["n_iter"] > bound:
+            raise InvalidParameterError(
+                f"method='random' scores n_iter={cfg['n_iter']} distinct candidates, but the candidate set holds "
+                f"at most {int(bound)} (n_candidates={cfg['n_candidates']}, de-duplicated over the search space). "
+                f"Lower n_iter to at most {int(bound)}, or enlarge n_candidates / the search space.")
 
     def _role_budgets(self, cfg: dict[str, Any]) -> tuple[Budget, Budget]:
         """(validation budget, training budget): both the whole budget, or split with ``cv`` (the roles overlap)."""
@@ -655,6 +691,12 @@ class PrivateSearchCV(BaseSearchCV):
             self.score_sensitivity_ = scorer.sensitivity(m, n_classes) / k
         else:
             if X_v is None:
+                if cfg["validation_size"] is None:
+                    raise InvalidParameterError(
+                        "PrivateSearchCV.fit got no validation set. Either pass the sensitive validation rows "
+                        "explicitly (fit(X_train, y_train, X_val=..., y_val=...)), or ask for a split of X with "
+                        "validation_size=<share in (0, 1)> (a random split that never looks at values; e.g. 0.3). "
+                        "With sensitive training data you can also use cv=<k> (cross-validation, sensitive='both').")
                 m = self._split_sizes(X_tr.shape[0], cfg["validation_size"])
                 n_train = X_tr.shape[0] - m
             else:
@@ -663,6 +705,7 @@ class PrivateSearchCV(BaseSearchCV):
         budget, train_budget = self._role_budgets(cfg)  # with cv the roles overlap: split, compose at the end
         # Everything that can refuse the configuration runs before a study row is created (and before any data).
         method = self._make_method(cfg, scorer, m, self.score_sensitivity_, budget)
+        self._check_random_coverage(cfg, len(self.candidate_grid or ()))
         study = journal = None
         if self.storage is not None:
             from privtune.storage import StudyStorage
@@ -687,6 +730,7 @@ class PrivateSearchCV(BaseSearchCV):
                 X_tr, y_tr, X_v, y_v = self._split(X_tr, y_tr, m, np.random.default_rng(seeds[0]))
             candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=self.candidate_grid,
                                        random_state=np.random.default_rng(seeds[1]))
+            self._check_random_coverage(cfg, len(self.candidate_grid or ()), len(candidates))
             if study is not None:
                 journal = study.journal()
                 accountant = Accountant(budget, ledger=study.ledger)
@@ -876,15 +920,18 @@ class PrivateSearchCV(BaseSearchCV):
             out[f"param_{name}"] = np.ma.MaskedArray([r["params"][name] for r in rows], dtype=object)
         out["mean_test_score"] = scores
         out["noise_std_test_score"] = np.array([np.nan if r["noise"] is None else r["noise"] for r in rows])
-        finite = np.isfinite(scores)
+        selected = np.array([r["selected"] for r in rows], dtype=bool)
+        # Rank 1 is the released choice (best_index_). The other rows are ranked after it by their released noisy
+        # scores where a method released them (noisy-ucb), ties by order; rows with no released score share the
+        # last rank. Ranks use released values only, never a raw score.
         rank = np.full(len(rows), len(rows), dtype=np.int32)
-        if finite.any():
-            order = np.argsort(-scores[finite], kind="stable")
-            ranks = np.empty(finite.sum(), dtype=np.int32)
-            ranks[order] = np.arange(1, finite.sum() + 1)
-            rank[finite] = ranks
+        rank[selected] = 1
+        others = np.flatnonzero(~selected & np.isfinite(scores))
+        if others.size:
+            order = others[np.argsort(-scores[others], kind="stable")]
+            rank[order] = np.arange(2, order.size + 2) if selected.any() else np.arange(1, order.size + 1)
         out["rank_test_score"] = rank
-        out["selected"] = np.array([r["selected"] for r in rows], dtype=bool)
+        out["selected"] = selected
         out["released_best_score"] = np.array([r.get("released_best_score", np.nan) for r in rows], dtype=float)
         return out
 

@@ -90,10 +90,19 @@ def test_lipschitz_method_through_the_search(data):
     assert s.guarantee_ == "unconditional" and s.privacy_spent_["overall"] == Budget(1.0, 0.0)
 
 
+def test_fit_without_a_validation_set_asks_for_one_nothing_spent(data):
+    X_tr, y_tr, _, _ = data
+    acc = Accountant(Budget(1.0, 1e-6))
+    with pytest.raises(InvalidParameterError, match="validation_size=.*X_val=|X_val=.*validation_size="):
+        PrivateSearchCV(SVC(), SPACE, n_iter=3, n_candidates=8, accountant=acc).fit(X_tr, y_tr)
+    assert len(acc.ledger) == 0
+
+
 def test_whole_dataset_split_never_looks_at_values(data):
     X_tr, y_tr, _, _ = data
-    a = PrivateSearchCV(SVC(random_state=0), SPACE, n_iter=3, n_candidates=8, random_state=3).fit(X_tr, y_tr)
-    b = PrivateSearchCV(SVC(random_state=0), SPACE, n_iter=3, n_candidates=8, random_state=3).fit(X_tr, 1 - y_tr)
+    kw = dict(n_iter=3, n_candidates=8, random_state=3, validation_size=0.3)
+    a = PrivateSearchCV(SVC(random_state=0), SPACE, **kw).fit(X_tr, y_tr)
+    b = PrivateSearchCV(SVC(random_state=0), SPACE, **kw).fit(X_tr, 1 - y_tr)
     assert a.summary_["configuration"]["n_validation"] == b.summary_["configuration"]["n_validation"]
     assert a.best_estimator_.shape_fit_ == b.best_estimator_.shape_fit_  # same rows in training either way
 

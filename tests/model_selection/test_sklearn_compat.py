@@ -17,7 +17,7 @@ EXPECTED_FAILED: dict[str, str] = {}
 
 @parametrize_with_checks(
     [PrivateSearchCV(LogisticRegression(max_iter=200), {"C": Real(0.01, 10.0, log=True)}, n_iter=2, n_candidates=4,
-                     random_state=0)],
+                     validation_size=0.3, random_state=0)],
     expected_failed_checks=lambda est: EXPECTED_FAILED,
 )
 def test_sklearn_estimator_checks(estimator, check):

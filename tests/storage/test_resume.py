@@ -43,7 +43,7 @@ CHILD_SECURE = textwrap.dedent("""
 def _secure_search(path):
     """Secure noise (random_state=None) and a split of the whole data set made by the search itself."""
     return PrivateSearchCV(KillSVC(random_state=0), SPACE, method="noisy-ucb", epsilon=1.0, delta=1e-6, n_iter=6,
-                           n_candidates=16, storage=path, study_name="s")
+                           n_candidates=16, validation_size=0.3, storage=path, study_name="s")
 
 
 CHILD = textwrap.dedent("""
