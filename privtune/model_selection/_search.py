@@ -168,7 +168,10 @@ class PrivateSearchCV(BaseSearchCV):
         Alg. 1 (conditional guarantee). The default has an unconditional guarantee
         and the best measured utility in ``benchmarks/method_utility.py``.
     epsilon : float in (0, inf), default=1.0
-        Total epsilon of the search for each sensitive data role.
+        Total epsilon of the search for each sensitive data role. (With random
+        stopping and sensitive training data, the stopped search's one event is
+        charged to both roles; with ``refit`` it gets ``epsilon`` minus one
+        fit's epsilon, so that the training role can also pay for the refit.)
     delta : float in [0, 1), default=1e-6
         Total delta (the GP and Gaussian methods need delta > 0).
     n_iter : int, default=20
@@ -644,6 +647,13 @@ class PrivateSearchCV(BaseSearchCV):
         params.update(dict(self.method_params or {}))
         if cfg.get("stopping") and "one_fit" in cfg:  # each run fits a DP estimator on the sensitive rows
             params["run_event"] = cfg["one_fit"]
+            if self.refit:  # the same event is the training role's; leave it room for the refit
+                params["epsilon"] = budget.epsilon - cfg["one_fit_budget"].epsilon
+                if params["epsilon"] <= 0:
+                    raise InvalidParameterError(
+                        f"epsilon={budget.epsilon!r} cannot pay for the refit (epsilon "
+                        f"{cfg['one_fit_budget'].epsilon!r}) and the randomly stopped runs: raise epsilon, lower the "
+                        "estimator's epsilon, or set refit=False.")
         try:
             return make_method(self.method, **params)
         except TypeError as exc:

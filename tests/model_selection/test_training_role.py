@@ -1,0 +1,206 @@
+"""The training role of PrivateSearchCV: fits paid up front, nothing that depends on a row or on K is released.
+
+The estimator here is a minimal DP estimator written against the public contract of ``privtune.base.PrivacyTags``
+(it is not private itself: the tests check what the *search* does with a declared estimator).
+"""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from privtune import BudgetExceededError, InvalidParameterError, PrivateSearchCV, PrivtuneError
+from privtune.accounting import Budget, EpsilonDeltaEvent, LaplaceEvent, RepeatAndSelectEvent
+from privtune.base import PrivacyTags, get_privacy_tags
+from privtune.model_selection._training import FitTickets, check_training_estimator
+from privtune.space import Categorical, Real
+
+FITS: list[int] = []  # what the test (not the search's outputs) can see: how many fits ran
+
+
+class DeclaredDP(ClassifierMixin, BaseEstimator):
+    """Declares a pure-epsilon fit; ``overcharge`` makes a fit charge more than it declares; ``fragile`` raises
+    on a row whose feature 0 is above 100 (after charging)."""
+
+    def __init__(self, epsilon=0.1, c=1.0, classes=(0, 1), accountant=None, covers="rows", clip="rows",
+                 overcharge=False, fragile=False):
+        self.epsilon = epsilon
+        self.c = c
+        self.classes = classes
+        self.accountant = accountant
+        self.covers = covers
+        self.clip = clip
+        self.overcharge = overcharge
+        self.fragile = fragile
+
+    def __privtune_tags__(self):
+        return PrivacyTags(covers=self.covers, classes_param="classes", raises_on_rows=self.clip == "raise")
+
+    def _fit_privacy_event(self):
+        return EpsilonDeltaEvent(epsilon=self.epsilon, label="one DeclaredDP fit")
+
+    def fit(self, X, y):
+        eps = self.epsilon * (2 if self.overcharge else 1)
+        if self.accountant is not None:
+            self.accountant.spend(LaplaceEvent(epsilon=eps), phase="fit", role="training")
+        FITS.append(1)
+        if self.fragile and np.any(np.asarray(X)[:, 0] > 100):
+            raise ValueError("a row broke the fit")
+        self.classes_ = np.asarray(self.classes)
+        self.w_ = float(self.c)
+        return self
+
+    def predict(self, X):
+        return (np.asarray(X)[:, 0] * self.w_ > 0).astype(int)
+
+
+def _data(seed=0, n=60):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    y = (X[:, 0] > 0).astype(int)
+    return X[: n // 2], y[: n // 2], X[n // 2:], y[n // 2:]
+
+
+SPACE = {"c": Categorical([-1.0, 0.5, 1.0, 2.0])}
+
+
+def _stopping(seed, **kw):
+    return PrivateSearchCV(DeclaredDP(epsilon=0.1), SPACE, sensitive="both", epsilon=1.0, delta=1e-6, n_iter=4,
+                           n_candidates=4, method_params={"selection": "random-stopping"}, random_state=seed, **kw)
+
+
+def _public_outputs(search):
+    """Everything a search releases apart from the released values themselves (which depend on the noise)."""
+    rep = search.report_.to_dict()
+    for k in ("release", "history", "seed_policy", "timings", "candidates"):
+        rep.pop(k)
+    return (json.dumps(rep, sort_keys=True, default=repr), [e.to_dict() for e in search.ledger_],
+            {k: v.to_dict() for k, v in search.privacy_spent_.items()}, search.search_time_, search.n_iter_,
+            list(search.cv_results_))
+
+
+def test_random_stopping_releases_nothing_that_depends_on_the_secret_number_of_runs():
+    X_tr, y_tr, X_v, y_v = _data()
+    outputs, runs = set(), set()
+    for seed in range(12):
+        FITS.clear()
+        s = _stopping(seed).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+        runs.add(len(FITS))
+        outputs.add(json.dumps(_public_outputs(s), sort_keys=True, default=repr))
+    assert len(runs) > 3  # K varied across seeds ...
+    assert len(outputs) == 1  # ... and no output (ledger, spend, report, timings, cv_results_ keys) shows it
+
+
+def test_random_stopping_charges_one_repeat_and_select_event_per_role_before_any_fit():
+    X_tr, y_tr, X_v, y_v = _data()
+    s = _stopping(0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    train = [e for e in s.ledger_ if e.role == "training"]
+    val = [e for e in s.ledger_ if e.role in (None, "validation")]
+    assert [type(e.event) for e in val] == [RepeatAndSelectEvent]
+    assert [type(e.event) for e in train] == [RepeatAndSelectEvent, EpsilonDeltaEvent]  # the runs, the refit
+    assert train[0].event == val[0].event
+    assert s.search_time_ is None and s.n_iter_ is None and s.release_.history == ()
+
+
+def test_random_stopping_refuses_approximate_dp_fits():
+    class GaussianFit(DeclaredDP):
+        def _fit_privacy_event(self):
+            return EpsilonDeltaEvent(epsilon=self.epsilon, delta=1e-7)
+
+    X_tr, y_tr, X_v, y_v = _data()
+    s = PrivateSearchCV(GaussianFit(), SPACE, sensitive="both", n_iter=4, n_candidates=4,
+                        method_params={"selection": "random-stopping"})
+    with pytest.raises(InvalidParameterError, match="pure-epsilon training runs"):
+        s.fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+
+
+def test_the_training_plan_is_one_entry_whatever_happens_to_the_fits():
+    """Neighbouring training sets, one with a row that makes every fit raise: identical ledgers and spend."""
+    X_tr, y_tr, X_v, y_v = _data()
+    X_bad = X_tr.copy()
+    X_bad[0, 0] = 1e6
+    outs = []
+    for X in (X_tr, X_bad):
+        s = PrivateSearchCV(DeclaredDP(epsilon=0.1, fragile=True), SPACE, sensitive="both", n_iter=3, n_candidates=4,
+                            refit=False, random_state=0).fit(X, y_tr, X_val=X_v, y_val=y_v)
+        outs.append(([e.to_dict() for e in s.ledger_], s.privacy_spent_))
+    assert outs[0] == outs[1]
+    train = [e for e in outs[0][0] if e["role"] == "training"]
+    assert len(train) == 1 and train[0]["event"]["count"] == 3
+
+
+def test_a_fit_that_charges_more_than_it_declared_aborts_the_search():
+    X_tr, y_tr, X_v, y_v = _data()
+    s = PrivateSearchCV(DeclaredDP(epsilon=0.1, overcharge=True), SPACE, sensitive="both", n_iter=2, n_candidates=4,
+                        random_state=0)
+    with pytest.raises(BudgetExceededError):  # never swallowed into a lower-bound score
+        s.fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+
+
+def test_fit_tickets_refuse_a_fit_beyond_the_plan():
+    tickets = FitTickets(Budget(0.1, 0.0), 2)
+    tickets.accountant()
+    tickets.accountant()
+    with pytest.raises(PrivtuneError, match="more than the 2 training fits"):
+        tickets.accountant()
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"covers": "labels"}, "covers the labels only"),
+    ({"clip": "raise"}, "clip='rows'"),
+    ({"classes": None}, "declare DeclaredDP's label set"),
+])
+def test_estimators_whose_guarantee_does_not_cover_training_rows_are_refused(kwargs, match):
+    X_tr, y_tr, X_v, y_v = _data()
+    with pytest.raises(InvalidParameterError, match=match):
+        PrivateSearchCV(DeclaredDP(**kwargs), SPACE, sensitive="both", n_iter=2, n_candidates=4).fit(
+            X_tr, y_tr, X_val=X_v, y_val=y_v)
+
+
+def test_an_estimator_without_tags_is_refused_even_with_an_epsilon_parameter():
+    class LooksPrivate(DeclaredDP):
+        __privtune_tags__ = None
+
+    assert get_privacy_tags(LooksPrivate()) is None
+    with pytest.raises(InvalidParameterError, match="declares no privacy guarantee"):
+        check_training_estimator(LooksPrivate())
+
+
+def test_lipschitz_is_refused_with_sensitive_training_data():
+    X_tr, y_tr, X_v, y_v = _data()
+    s = PrivateSearchCV(DeclaredDP(), {"c": Real(0.1, 1.0)}, sensitive="both", method="lipschitz", n_iter=2,
+                        n_candidates=4)
+    with pytest.raises(InvalidParameterError, match="lipschitz"):
+        s.fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+
+
+def test_privacy_plan_shows_the_training_role_and_names_the_key_to_change():
+    s = PrivateSearchCV(DeclaredDP(epsilon=0.1), SPACE, sensitive="both", epsilon=1.0, n_iter=4, n_candidates=4)
+    plan = s.privacy_plan(30)
+    assert set(plan["training_phases"]) == {"fits", "refit"}
+    assert plan["training_total"].epsilon == pytest.approx(0.5)  # 4 fits + the refit at 0.1
+    assert plan["overall"].epsilon == pytest.approx(max(plan["total"].epsilon, 0.5))
+    too_much = PrivateSearchCV(DeclaredDP(epsilon=0.3), SPACE, sensitive="both", epsilon=1.0, n_iter=4,
+                               n_candidates=4)
+    with pytest.raises(BudgetExceededError, match="estimator.params.epsilon"):
+        too_much.privacy_plan(30)
+
+
+def test_an_unaffordable_training_plan_is_refused_before_any_fit():
+    X_tr, y_tr, X_v, y_v = _data()
+    FITS.clear()
+    s = PrivateSearchCV(DeclaredDP(epsilon=0.3), SPACE, sensitive="both", epsilon=1.0, n_iter=4, n_candidates=4)
+    with pytest.raises(BudgetExceededError, match="n_iter"):
+        s.fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert FITS == []
+
+
+def test_training_role_spend_equals_the_plan():
+    X_tr, y_tr, X_v, y_v = _data()
+    s = PrivateSearchCV(DeclaredDP(epsilon=0.1), SPACE, sensitive="both", epsilon=1.0, n_iter=3, n_candidates=4,
+                        random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert s.privacy_spent_["training"].epsilon == pytest.approx(0.4)
+    assert math.isclose(s.privacy_spent_["overall"].epsilon,
+                        max(s.privacy_spent_["training"].epsilon, s.privacy_spent_["validation"].epsilon))
