@@ -229,8 +229,14 @@ class PrivateSearchCV(BaseSearchCV):
     study_name : str or None, default=None
         The study's name in ``storage`` (default ``"default"``).
     error_score : "lower" or "raise", default="lower"
-        A candidate whose fit or scoring fails counts as the lower score bound
-        (no detail of the failure is kept: it may depend on the data), or re-raise.
+        What a candidate whose *fit* fails scores: the lower score bound, or stop
+        with :class:`CandidateFitError` naming the candidate and the exception's
+        type (never its text, which may quote data values). ``"raise"`` is
+        refused when training data is sensitive (whether a fit fails would then
+        be a release). Failures of ``predict`` / ``predict_proba`` on the
+        sensitive validation rows never raise and never score a whole set: each
+        failing or non-finite row gets the scorer's worst per-row value (row
+        isolation, :mod:`privtune.model_selection._scoring`).
     n_jobs : int or None, default=None
         joblib parallelism for data-independent batches of evaluations; results
         are identical to ``n_jobs=1`` for a fixed seed. Works under
@@ -275,8 +281,14 @@ class PrivateSearchCV(BaseSearchCV):
     summary_ : dict
         The same facts as a plain dict: configuration, releases, events, budget per
         phase, guarantee label, seed policy.
-    search_time_ : float
-        Seconds spent in the search (a timing: not part of the reproducible report body).
+    search_time_ : float or None
+        Seconds spent in the search: a **local diagnostic**, never in the report
+        or the study (scoring's row-isolation fallback makes it depend on a
+        validation row). ``None`` for ``gp-ucb``, ``gp-ucb-exact``, ``lipschitz``
+        and random stopping, whose amount of work depends on raw scores or on
+        the secret number of runs.
+    refit_time_ : float or None
+        Seconds of the refit when the training data is public; ``None`` otherwise.
     candidates_ : privtune.space.CandidateSet
     scorer_ : BoundedScorer
     n_iter_ : int or None
