@@ -27,8 +27,11 @@ Algorithm 2 (noise-free observations; de Freitas et al. 2012 constants A, tau)::
 
 Algorithm 3 (Lipschitz and convex, pure epsilon-DP; score units, not GP units)::
 
-    sensitivity = min(g* / m, L / (m lambda_min)) + (lambda_max - lambda_min) L / (lambda_max lambda_min)
+    sensitivity = min(g* / m, 2 L / (m lambda_min)) + (lambda_max - lambda_min) L / (lambda_max lambda_min)
     b = sensitivity / epsilon
+
+    (The paper's per-lambda term is L / (m lambda_min); under replace-one both the removed and the added record
+    move the score, so it is 2 L / (m lambda_min): see :func:`lipschitz_constants`.)
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ def kusner_constants(
     noise_std: float,
     gamma_T: float,
     epsilon: float,
+    beta_delta: float | None = None,
 ) -> dict[str, float]:
     """The constants of Kusner et al. Algorithm 1 for one configuration.
 
@@ -95,6 +99,13 @@ def kusner_constants(
         The maximum information gain (privtune uses the greedy value / (1 - 1/e)).
     epsilon : float in (0, inf)
         The epsilon of one release.
+    beta_delta : float in (0, 1) or None, default=None
+        The delta at which the *loop* computed its beta_t (``None``: ``delta``).
+        Thm. 3's regret term bounds the GP-UCB run that actually happened, so
+        the score release's ``beta_T`` must be the loop's; the union-bound terms
+        ``c`` and ``q`` stay at the release's own ``delta``. When the loop's delta
+        is the smaller (an uneven budget split), the three failure events still
+        sum to at most ``delta``.
 
     Returns
     -------
@@ -109,7 +120,8 @@ def kusner_constants(
     T = check_integer(n_iter, "n_iter", low=1, owner=owner)
     sigma = check_real(noise_std, "noise_std", low=0.0, owner=owner)
     g = check_real(gamma_T, "gamma_T", low=0.0, closed="left", owner=owner)
-    bT = beta_t(T, n_candidates=n, delta=d)
+    db = d if beta_delta is None else check_delta(beta_delta, owner=owner, allow_zero=False)
+    bT = beta_t(T, n_candidates=n, delta=db)
     bT1 = beta_t(T + 1, n_candidates=n, delta=d)
     c = 2.0 * math.sqrt((1.0 - k1) * math.log(3.0 * n / d))
     q = sigma * math.sqrt(4.0 * math.log(3.0 / d))
@@ -157,7 +169,23 @@ def lipschitz_constants(
     lambda_min: float,
     lambda_max: float,
 ) -> dict[str, float]:
-    """The constants of Kusner et al. Algorithm 3 (Theorem 7 and Chaudhuri & Vinterbo 2013).
+    """The constants of Kusner et al. Algorithm 3 (Theorem 7 and Chaudhuri & Vinterbo 2013), corrected.
+
+    The per-lambda sensitivity (the score of one fixed lambda when one
+    validation record is replaced, the trained weights w_lambda fixed) is
+    ``min(g*/m, 2 L / (m lambda_min))``, twice the paper's ``L / (m lambda_min)``.
+    Why: with g(w, x, y) = phi(y w^T x) a margin loss, L-Lipschitz in w, and
+    ``||w_lambda|| <= 1 / lambda``, ``||x|| <= 1``,
+    ``g(w, x, y) - g(w, x', y') = [g(w, x, y) - g(0, x, y)] - [g(w, x', y') - g(0, x', y')]``
+    because ``g(0, ., .) = phi(0)`` does not depend on the record; each bracket is
+    at most ``L ||w|| <= L / lambda_min``, so the mean over m records moves by at
+    most ``2 L / (m lambda_min)``. The paper's constant accounts for only one
+    of the two records. Counterexample to it: lambda_min = 4, L = g* = 1, the
+    hinge-type g = clip(0.5 - y w^T x, 0, 1), w = e1 / 4, V = {(e1, +1)},
+    V' = {(e1, -1)}: g moves from 0.25 to 0.75, i.e. the score by 0.5 / m, while
+    L / (m lambda_min) = 0.25 / m. The assumption that g(0, x, y) is the same for
+    every record holds for every margin loss; declare ``loss_bound`` (g*) for
+    losses where it does not.
 
     Parameters
     ----------
@@ -174,7 +202,7 @@ def lipschitz_constants(
     Returns
     -------
     dict
-        ``per_lambda_sensitivity`` min(g*/m, L/(m lambda_min)) (the score of one
+        ``per_lambda_sensitivity`` min(g*/m, 2 L/(m lambda_min)) (the score of one
         fixed lambda; used by the exponential mechanism over Lambda),
         ``path_term`` (lambda_max - lambda_min) L / (lambda_max lambda_min),
         ``sensitivity`` (their sum, Thm. 7) and ``laplace_scale`` in **score units**.
@@ -186,7 +214,7 @@ def lipschitz_constants(
     g = check_real(loss_bound, "loss_bound", low=0.0, owner=owner)
     lo = check_real(lambda_min, "lambda_min", low=0.0, owner=owner)
     hi = check_real(lambda_max, "lambda_max", low=lo, closed="left", owner=owner)
-    per = min(g / m, L / (m * lo))
+    per = min(g / m, 2.0 * L / (m * lo))
     path = (hi - lo) * L / (hi * lo)
     return {"per_lambda_sensitivity": per, "path_term": path, "sensitivity": per + path,
             "laplace_scale": (per + path) / eps}

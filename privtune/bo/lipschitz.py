@@ -12,17 +12,22 @@ cannot check them, and the guarantee holds only if they are true.
 Released (both pure epsilon-DP, **unconditional**):
 
 * v~ = f_BO + Laplace noise of scale
-  ``(1/epsilon) (min(g*/m, L/(m lambda_min)) + (lambda_max - lambda_min) L / (lambda_max lambda_min))``,
+  ``(1/epsilon) (min(g*/m, 2L/(m lambda_min)) + (lambda_max - lambda_min) L / (lambda_max lambda_min))``,
   with f_BO the best score of T GP-UCB iterations (Alg. 3; Thm. 7; Cor. 4).
   Any acquisition may choose the lambda_t: privacy does not depend on them.
 * lambda~ by the exponential mechanism over Lambda with per-lambda sensitivity
-  ``min(g*/m, L/(m lambda_min))`` (Chaudhuri & Vinterbo 2013) -- it needs the score
+  ``min(g*/m, 2L/(m lambda_min))`` (Chaudhuri & Vinterbo 2013) -- it needs the score
   of every candidate, so every candidate is evaluated (scores of the BO
   iterations are reused). Alg. 3 itself releases only the score; this part is
   DESIGN.md's addition.
 
 The path term ``(lambda_max - lambda_min) L / (lambda_max lambda_min)`` does not
 shrink with m: the method pays off only for narrow lambda ranges.
+
+Departure from the paper: the per-lambda term is ``2L/(m lambda_min)``, not the
+paper's ``L/(m lambda_min)``, which is too small under replace-one (both the
+removed and the added record move the score; the counterexample is in
+:func:`privtune.bo.constants.lipschitz_constants`).
 """
 
 from __future__ import annotations

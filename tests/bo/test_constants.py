@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from privtune.bo import beta_t, kusner_constants, kusner_exact_constants, lipschitz_constants
@@ -111,3 +112,42 @@ def test_constants_need_no_torch():
     code = "import sys, privtune.bo; privtune.bo.kusner_constants(n_candidates=4, n_iter=2, delta=0.1, " \
            "task_correlation=0.9, noise_std=0.1, gamma_T=1, epsilon=1); sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
+
+
+def test_alg3_per_lambda_sensitivity_covers_the_replace_one_counterexample():
+    """lambda_min = 4, L = g* = 1, w = e1 / 4 (hinge trained on e1), g = clip(0.5 - y w.x, 0, 1), V = {(e1, +1)},
+    V' = {(e1, -1)}: the score -mean(g) moves by 0.5 / m. The paper's L / (m lambda_min) = 0.25 / m is too small."""
+    w, x = np.array([0.25, 0.0]), np.array([1.0, 0.0])
+    g = lambda y: float(np.clip(0.5 - y * w @ x, 0.0, 1.0))  # noqa: E731
+    for m in (1, 7, 100):
+        move = abs(g(+1) - g(-1)) / m  # one of m records replaced, the others identical
+        got = lipschitz_constants(n_validation=m, epsilon=1.0, lipschitz=1.0, loss_bound=1.0, lambda_min=4.0,
+                                  lambda_max=8.0)
+        assert move == pytest.approx(0.5 / m)
+        assert got["per_lambda_sensitivity"] >= move - 1e-15
+        assert got["per_lambda_sensitivity"] == pytest.approx(min(1.0 / m, 2.0 / (m * 4.0)))
+        assert got["sensitivity"] == pytest.approx(got["per_lambda_sensitivity"] + (8 - 4) / (8 * 4))
+
+
+def test_gp_ucb_score_release_uses_the_loops_beta_with_an_uneven_split():
+    """Thm. 3 bounds the regret of the loop that ran: its beta_T is taken at the loop's delta (the smaller of the two
+    releases'), not at the score release's own delta; c and q stay at the score's delta."""
+    from privtune.bo import GPUCB
+    from privtune.space import Real, SearchSpace, candidate_set
+
+    cands = candidate_set(SearchSpace({"x": Real(0.0, 1.0)}), 16, random_state=0)
+    m = GPUCB(epsilon=1.0, delta=1e-4, n_iter=5, selection_share=0.2)
+    sel, sc = m.budgets
+    assert sel.delta < sc.delta and m.loop_delta == sel.delta
+    got = m.constants(cands)["score"]
+    g = got["gamma_T"]
+    bT_loop = beta_t(5, n_candidates=16, delta=sel.delta)
+    c = 2 * math.sqrt((1 - 0.95) * math.log(3 * 16 / sc.delta))
+    q = 0.1 * math.sqrt(4 * math.log(3 / sc.delta))
+    C1 = 8 / math.log1p(0.1**-2)
+    want = math.sqrt(C1 * bT_loop * g) / (sc.epsilon * math.sqrt(5)) + c / sc.epsilon + q / sc.epsilon
+    assert got["beta_T"] == pytest.approx(bT_loop)
+    assert got["laplace_scale"] == pytest.approx(want, rel=1e-12)
+    at_own_delta = kusner_constants(n_candidates=16, n_iter=5, delta=sc.delta, task_correlation=0.95, noise_std=0.1,
+                                    gamma_T=g, epsilon=sc.epsilon)["laplace_scale"]
+    assert got["laplace_scale"] > at_own_delta * 1.01  # the old scale was too small
