@@ -36,14 +36,28 @@ __all__ = ["to_relation", "to_rdp_event", "to_pld", "pld_supported", "dp_relatio
 
 
 def dp_relation(relation: str) -> NeighboringRelation:
-    """The ``dp_accounting`` relation for a privtune relation name."""
-    return NeighboringRelation.REPLACE_ONE if relation == "replace_one" else NeighboringRelation.ADD_OR_REMOVE_ONE
+    """The ``dp_accounting`` relation for a privtune relation name.
+
+    ``"offsets_linf"`` is a symmetric relation like replace-one: every event of an
+    accountant with that relation is declared under it, and composition theorems
+    hold for any fixed neighbouring relation, so replace-one's curves apply.
+    """
+    if relation == "add_remove":
+        return NeighboringRelation.ADD_OR_REMOVE_ONE
+    return NeighboringRelation.REPLACE_ONE
 
 
 def to_relation(event: ev.PrivacyEvent, relation: str) -> ev.PrivacyEvent:
     """Express ``event`` under ``relation`` (group privacy for add/remove -> replace-one)."""
     if event.relation == relation:
         return event
+    if "offsets_linf" in (event.relation, relation):
+        raise UnsupportedEventError(
+            f"{type(event).__name__} was declared under the {event.relation!r} relation and cannot be composed in an "
+            f"accountant of relation {relation!r}: seed 001's offset relation (every offset may move within its "
+            "bound) and replace-one / add-remove of a record are different neighbourhoods. Use an "
+            "Accountant(relation='offsets_linf') for these events, or a caller that maps records to offsets "
+            "(e.g. DPChebyshevRegressor, whose events are replace-one of a target).")
     if relation == "add_remove":
         raise UnsupportedEventError(
             f"{type(event).__name__} was declared under replace-one; an add/remove accountant cannot "

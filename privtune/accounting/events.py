@@ -48,7 +48,10 @@ __all__ = [
     "event_from_dict",
 ]
 
-RELATIONS = ("replace_one", "add_remove")
+#: Neighbouring relations. ``"offsets_linf"`` is seed 001's (Han et al. eq. 4): two offset vectors of a piecewise
+#: affine objective differ in at most ``n_changed`` entries, each by at most a declared bound; its events compose
+#: only with events of the same relation.
+RELATIONS = ("replace_one", "add_remove", "offsets_linf")
 GUARANTEES = ("unconditional", "conditional")
 
 _REGISTRY: dict[str, type[PrivacyEvent]] = {}

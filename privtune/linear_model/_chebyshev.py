@@ -236,8 +236,10 @@ default="perturb-objective"
         Z, lo, hi = self._design(X)
         A = np.vstack([Z, -Z])
         offset_bound = yhi - ylo
+        # One replaced target moves two offsets (b = (-y, y)), each within the declared target range: a change
+        # inside seed 001's offset relation, so the events hold under replace-one of a target (features public).
         common = dict(bounds=(lo, hi), epsilon=self.epsilon, accountant=self.accountant,
-                      random_state=self.random_state)
+                      random_state=self.random_state, relation="replace_one")
         y_c = np.clip(y, ylo, yhi)  # the clipping is part of the mechanism (declared range)
         b = np.concatenate([-y_c, y_c])
         if self.method == "perturb-objective":

@@ -12,7 +12,14 @@ each by at most ``offset_bound`` (``b_max``)::
 
 ``n_changed=None`` (all ``m``) is the paper's relation (eq. 4), where one
 person can move every offset; label-private Chebyshev regression has
-``n_changed=2`` (one target is two offsets). The mechanisms:
+``n_changed=2`` (one target is two offsets). This is not replace-one of a data
+row: the events are labelled with the relation ``"offsets_linf"``, and an
+accountant composes them only with events of that same relation (it refuses to
+mix them with replace-one or add/remove events). A caller that maps replace-one
+of a data record into such a change of the offsets (``DPChebyshevRegressor``:
+one replaced target moves two offsets, each within the declared target range)
+passes ``relation="replace_one"``, which is then true of its records. The
+mechanisms:
 
 * :func:`pwa_perturb_objective` (M_P, §4.1): Laplace noise on ``b``, then the exact LP;
 * :func:`pwa_perturb_solution` (M_S, §4.2): the exact LP, Laplace noise on the
@@ -59,6 +66,7 @@ from privtune.optim.piecewise_core import (
     check_box,
     check_n_changed,
     check_problem,
+    check_relation,
     pwa_objective,
     solve_pwa,
     totals,
@@ -97,7 +105,7 @@ def _result(x: np.ndarray, method: str, events: tuple, seeded: bool, history: di
 # ----------------------------------------------------------------------------- M_P
 def pwa_perturb_objective(A: Any, b: Any, *, bounds: Any, epsilon: float, offset_bound: float,
                           n_changed: int | None = None, accountant: Any = None,
-                          random_state: Any = None) -> PiecewiseResult:
+                          random_state: Any = None, relation: str = "offsets_linf") -> PiecewiseResult:
     r"""M_P: perturb the offsets with Laplace noise, then solve the LP exactly.
 
     Releases ``argmin_{x in P} max_i (a_i . x + b_i + w_i)`` with ``w`` i.i.d.
@@ -159,7 +167,8 @@ def pwa_perturb_objective(A: Any, b: Any, *, bounds: Any, epsilon: float, offset
     k = check_n_changed(n_changed, prob.m, owner)
     sensitivity = k * prob.offset_bound
     mech = Laplace(epsilon=prob.epsilon, sensitivity=sensitivity, random_state=check_random_state(random_state))
-    event = LaplaceEvent(epsilon=prob.epsilon, label=f"{owner}: Laplace on b, L1 sensitivity "
+    event = LaplaceEvent(epsilon=prob.epsilon, relation=check_relation(relation, owner),
+                         label=f"{owner}: Laplace on b, L1 sensitivity "
                          f"{k} x offset_bound")
     charge(accountant, (event,), phase=_PHASE, owner=owner)
     b_noisy = np.asarray(mech.randomise(prob.b), dtype=np.float64)
@@ -171,7 +180,8 @@ def pwa_perturb_objective(A: Any, b: Any, *, bounds: Any, epsilon: float, offset
 # ----------------------------------------------------------------------------- M_S
 def pwa_perturb_solution(A: Any, b: Any, *, bounds: Any, epsilon: float,
                          solution_sensitivity: float | None = None, project: bool = True,
-                         accountant: Any = None, random_state: Any = None) -> PiecewiseResult:
+                         accountant: Any = None, random_state: Any = None,
+                         relation: str = "offsets_linf") -> PiecewiseResult:
     r"""M_S: solve the LP exactly, add Laplace noise to the solution, project onto the box.
 
     Parameters
@@ -217,7 +227,8 @@ def pwa_perturb_solution(A: Any, b: Any, *, bounds: Any, epsilon: float,
     if not isinstance(project, (bool, np.bool_)):
         raise InvalidParameterError(f"The 'project' parameter of {owner} must be a bool. Got {project!r} instead.")
     mech = Laplace(epsilon=prob.epsilon, sensitivity=sens, random_state=check_random_state(random_state))
-    event = LaplaceEvent(epsilon=prob.epsilon, label=f"{owner}: Laplace on the LP solution")
+    event = LaplaceEvent(epsilon=prob.epsilon, relation=check_relation(relation, owner),
+                         label=f"{owner}: Laplace on the LP solution")
     charge(accountant, (event,), phase=_PHASE, owner=owner)
     x_opt, _ = solve_pwa(prob.A, prob.b, prob.lo, prob.hi)
     x = np.asarray(mech.randomise(x_opt), dtype=np.float64)
@@ -231,7 +242,7 @@ def pwa_perturb_solution(A: Any, b: Any, *, bounds: Any, epsilon: float,
 def pwa_exponential(A: Any, b: Any, *, bounds: Any, epsilon: float, offset_bound: float,
                     sampler: str = "rejection", n_steps: int | None = None, step_scale: float = 0.1,
                     certified_only: bool = True, accountant: Any = None,
-                    random_state: Any = None) -> PiecewiseResult:
+                    random_state: Any = None, relation: str = "offsets_linf") -> PiecewiseResult:
     r"""M_E: the exponential mechanism on the box, density proportional to ``exp(-epsilon f(x) / (2 b_max))``.
 
     Parameters
@@ -301,6 +312,7 @@ def pwa_exponential(A: Any, b: Any, *, bounds: Any, epsilon: float, offset_bound
     if not isinstance(certified_only, (bool, np.bool_)):
         raise InvalidParameterError(
             f"The 'certified_only' parameter of {owner} must be a bool. Got {certified_only!r} instead.")
+    rel = check_relation(relation, owner)
     kappa = prob.epsilon / (2.0 * prob.offset_bound)
     tv: float | None
     if sampler == "rejection":
@@ -318,10 +330,10 @@ def pwa_exponential(A: Any, b: Any, *, bounds: Any, epsilon: float, offset_bound
                 f"The {sampler!r} sampler of {owner} has no total-variation certificate giving delta < 1 "
                 f"here (kappa={kappa:.3g}, n_steps={steps}); increase n_steps, use sampler='gibbs' or "
                 "'rejection', or pass certified_only=False to accept a heuristic guarantee.")
-        event = EpsilonDeltaEvent(epsilon=prob.epsilon, delta=0.0, guarantee="conditional",
+        event = EpsilonDeltaEvent(epsilon=prob.epsilon, delta=0.0, guarantee="conditional", relation=rel,
                                   label=f"{owner} ({sampler}, {steps} steps): heuristic, chain mixing not certified")
     else:
-        event = EpsilonDeltaEvent(epsilon=prob.epsilon, delta=delta,
+        event = EpsilonDeltaEvent(epsilon=prob.epsilon, delta=delta, relation=rel,
                                   label=f"{owner} ({sampler}, {steps} steps): exact-sampling epsilon, "
                                   "delta from a public TV certificate")
     source = check_random_state(random_state)
@@ -363,7 +375,8 @@ def _step_sizes(prob: _Problem, n_iter: int, step_size: Any, owner: str) -> np.n
 
 def pwa_subgradient(A: Any, b: Any, *, bounds: Any, epsilon: float, offset_bound: float, n_iter: int = 100,
                     step_size: Any = None, x0: Any = None, output: str = "average",
-                    accountant: Any = None, random_state: Any = None) -> PiecewiseResult:
+                    accountant: Any = None, random_state: Any = None,
+                    relation: str = "offsets_linf") -> PiecewiseResult:
     r"""The DP projected subgradient method (Alg. 2 with the corrected Alg. 1).
 
     For ``i = 1..k``: select a piece ``j`` with probability proportional to
@@ -429,8 +442,10 @@ def pwa_subgradient(A: Any, b: Any, *, bounds: Any, epsilon: float, offset_bound
     eps_step = prob.epsilon / k
     source = check_random_state(random_state)
     mech = Exponential(epsilon=eps_step, sensitivity=prob.offset_bound, random_state=source)
-    step_event = ExponentialEvent(epsilon=eps_step, label=f"{owner}: one DP subgradient (Alg. 1)")
-    event = SelfComposedEvent(event=step_event, count=k, label=f"{owner}: {k} DP subgradients (Alg. 2)")
+    rel = check_relation(relation, owner)
+    step_event = ExponentialEvent(epsilon=eps_step, relation=rel, label=f"{owner}: one DP subgradient (Alg. 1)")
+    event = SelfComposedEvent(event=step_event, count=k, relation=rel,
+                              label=f"{owner}: {k} DP subgradients (Alg. 2)")
     charge(accountant, (event,), phase=_PHASE, owner=owner)
     iterates = np.empty((k + 1, prob.d))
     indices = np.empty(k, dtype=np.int64)

@@ -217,6 +217,24 @@ def check_problem(A: Any, b: Any, bounds: Any, epsilon: Any, offset_bound: Any, 
     return _Problem(A=A, b=b, lo=lo, hi=hi, epsilon=eps, offset_bound=bmax)
 
 
+_RELATIONS = ("offsets_linf", "replace_one")
+
+
+def check_relation(relation: Any, owner: str) -> str:
+    """The relation to label seed-001 events with.
+
+    ``"offsets_linf"`` (default): neighbouring offset vectors differ in at most
+    ``n_changed`` entries, each by at most ``offset_bound`` (the paper's eq. 4
+    when ``n_changed`` is all of them). ``"replace_one"``: only for a caller whose
+    replace-one neighbours of *records* map into such offset changes (e.g. one
+    replaced regression target moving two offsets within the declared range).
+    """
+    if relation not in _RELATIONS:
+        raise InvalidParameterError(
+            f"The 'relation' parameter of {owner} must be one of {list(_RELATIONS)}. Got {relation!r} instead.")
+    return relation
+
+
 def check_n_changed(n_changed: Any, m: int, owner: str) -> int:
     """``None`` means every offset may change (the paper's eq. 4); otherwise an int in [1, m]."""
     if n_changed is None:

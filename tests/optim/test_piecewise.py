@@ -203,7 +203,7 @@ def test_certified_delta_is_the_public_tv_bound():
 
 def test_uncertified_samplers_refused_unless_opted_in():
     A, b = instance(9)
-    acc = Accountant(Budget(10.0, 0.5))
+    acc = Accountant(Budget(10.0, 0.5), relation="offsets_linf")
     with pytest.raises(InvalidParameterError, match="certificate"):
         pwa_exponential(A, b, bounds=(-1.0, 1.0), epsilon=1.0, offset_bound=1.0, sampler="metropolis",
                         accountant=acc)
@@ -221,7 +221,7 @@ def test_uncertified_samplers_refused_unless_opted_in():
 @pytest.mark.parametrize("name", sorted(MECHS))
 def test_events_add_up_to_epsilon_and_are_charged(name):
     A, b = instance(10)
-    acc = Accountant(Budget(1.0, 1e-6))
+    acc = Accountant(Budget(1.0, 1e-6), relation="offsets_linf")
     res = MECHS[name](A, b, bounds=(-1.0, 1.0), epsilon=0.7, accountant=acc, random_state=0)
     assert res.epsilon == pytest.approx(0.7)
     assert sum(e.epsilon_delta()[0] for e in res.events) == pytest.approx(0.7)
@@ -245,8 +245,8 @@ def test_over_budget_refused_before_any_access(name, monkeypatch):
     monkeypatch.setattr(pw.Laplace, "randomise", forbidden)
     monkeypatch.setattr(pw.Exponential, "select", forbidden)
     A, b = instance(11)
-    acc = Accountant(Budget(1.0, 0.0))  # pure budget: basic composition only
-    acc.spend(LaplaceEvent(epsilon=0.5))
+    acc = Accountant(Budget(1.0, 0.0), relation="offsets_linf")  # pure budget: basic composition only
+    acc.spend(LaplaceEvent(epsilon=0.5, relation="offsets_linf"))
     with pytest.raises(BudgetExceededError):
         MECHS[name](A, b, bounds=(-1.0, 1.0), epsilon=0.6, accountant=acc, random_state=0)
     assert calls == [] and len(acc) == 1 and acc.spent.epsilon == pytest.approx(0.5)
@@ -254,7 +254,7 @@ def test_over_budget_refused_before_any_access(name, monkeypatch):
 
 def test_delta_event_refused_by_pure_budget():
     A, b = instance(12)
-    acc = Accountant(Budget(1.0, 0.0))
+    acc = Accountant(Budget(1.0, 0.0), relation="offsets_linf")
     with pytest.raises(BudgetExceededError):
         pwa_exponential(A, b, bounds=(-1.0, 1.0), epsilon=0.5, offset_bound=1.0, sampler="gibbs", n_steps=10,
                         accountant=acc, random_state=0)
@@ -273,7 +273,7 @@ def test_delta_event_refused_by_pure_budget():
 ])
 def test_invalid_input_refused_before_spending(kwargs, match):
     A, b = instance(13)
-    acc = Accountant(Budget(5.0, 0.0))
+    acc = Accountant(Budget(5.0, 0.0), relation="offsets_linf")
     base = dict(bounds=(-1.0, 1.0), epsilon=1.0, offset_bound=1.0, accountant=acc, random_state=0)
     with pytest.raises(InvalidParameterError, match=match):
         pwa_perturb_objective(A, b, **{**base, **kwargs})
@@ -311,3 +311,20 @@ def test_baselines_are_data_independent():
     u = pwa_uniform((-1.0, 1.0), 3, random_state=0)
     assert u.x.shape == (3,) and np.all(np.abs(u.x) <= 1.0) and u.events == ()
     assert EpsilonDeltaEvent  # imported event type used by pwa_exponential
+
+
+@pytest.mark.parametrize("name", sorted(MECHS))
+def test_events_carry_the_offset_relation_and_do_not_mix_with_replace_one(name):
+    """Seed 001's relation (every offset may move within its bound) is not replace-one of a record: the events say
+    so, and a replace-one accountant refuses them before any access."""
+    from privtune.exceptions import UnsupportedEventError
+
+    A, b = instance(15)
+    res = MECHS[name](A, b, bounds=(-1.0, 1.0), epsilon=0.5, accountant=None, random_state=0)
+    assert {e.relation for e in res.events} == {"offsets_linf"}
+    with pytest.raises(UnsupportedEventError, match="offsets_linf"):
+        MECHS[name](A, b, bounds=(-1.0, 1.0), epsilon=0.5, accountant=Accountant(Budget(5.0, 1e-3)),
+                    random_state=0)
+    relabelled = MECHS[name](A, b, bounds=(-1.0, 1.0), epsilon=0.5, accountant=Accountant(Budget(5.0, 1e-3)),
+                             random_state=0, relation="replace_one")
+    assert {e.relation for e in relabelled.events} == {"replace_one"}
