@@ -18,6 +18,7 @@ Two implementations:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -132,6 +133,48 @@ CREATE TABLE IF NOT EXISTS privtune_ledger (
     PRIMARY KEY (study, idx)
 )
 """
+# The head of each study's ledger: its length and a hash chain of its entries, written in the same transaction as
+# every append. A ledger whose rows no longer reproduce its head was truncated or edited.
+_HEAD_SCHEMA = """
+CREATE TABLE IF NOT EXISTS privtune_ledger_head (
+    study TEXT PRIMARY KEY,
+    n INTEGER NOT NULL,
+    digest TEXT NOT NULL
+)
+"""
+_GENESIS = "privtune-ledger-v1"
+
+
+def _chain(digest: str, idx: int, payload: str, phase: str, role: str | None) -> str:
+    h = hashlib.sha256()
+    h.update(json.dumps([digest, idx, payload, phase, role]).encode())
+    return h.hexdigest()
+
+
+def durable_connection(path: str) -> sqlite3.Connection:
+    """A connection whose every committed transaction is in the main database file when COMMIT returns.
+
+    Rollback-journal mode (``journal_mode=DELETE``) with ``synchronous=FULL``:
+    a commit writes the pages to the database file itself and syncs it, so a
+    copy of the ``.sqlite`` file alone, or the loss of any side file, keeps every
+    committed charge. (Write-ahead-log mode, used before, could leave committed
+    charges only in the ``-wal`` file after a crash.) A file still in WAL mode
+    from an older privtune is checkpointed and converted on open; that needs no
+    other connection to hold it open.
+
+    Raises
+    ------
+    sqlite3.Error
+        If the file cannot be opened or switched to rollback-journal mode.
+    """
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30.0)
+    mode = conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0]
+    if str(mode).lower() != "delete":
+        conn.close()
+        raise sqlite3.OperationalError(
+            f"could not switch {path!r} to rollback-journal mode (it is in {mode!r} mode and open elsewhere)")
+    conn.execute("PRAGMA synchronous=FULL")
+    return conn
 
 
 class SQLiteLedger(Ledger):
@@ -148,9 +191,13 @@ class SQLiteLedger(Ledger):
 
     Notes
     -----
-    Every :meth:`append` is one committed transaction with ``PRAGMA
-    synchronous=FULL``, so the entry survives a crash or ``SIGKILL`` of the
-    process as soon as ``append`` returns. Entries are indexed by a primary key
+    Every :meth:`append` is one committed transaction in rollback-journal mode
+    with ``PRAGMA synchronous=FULL`` (:func:`durable_connection`), so the entry
+    is in the main database file -- surviving a crash, a ``SIGKILL``, and a copy
+    of that file alone -- as soon as ``append`` returns. The same transaction
+    updates the study's ledger head (length and a SHA-256 hash chain of the
+    entries); opening a ledger whose rows do not reproduce its head (rows
+    deleted or edited) raises :class:`~privtune.exceptions.LedgerError`. Entries are indexed by a primary key
     ``(study, idx)``: if another process appended to the same study in between,
     the insert fails and :class:`~privtune.exceptions.LedgerError` is raised
     instead of silently interleaving two searches' charges.
@@ -164,11 +211,9 @@ class SQLiteLedger(Ledger):
         self.study = study
         self._lock = threading.Lock()
         try:
-            self._conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                                         timeout=30.0)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn = durable_connection(self.path)
             self._conn.execute(_SCHEMA)
+            self._conn.execute(_HEAD_SCHEMA)
         except sqlite3.Error as exc:
             raise LedgerError(f"Cannot open the privacy ledger at {self.path!r}: {exc}") from exc
         self._entries = self._load()
@@ -182,15 +227,29 @@ class SQLiteLedger(Ledger):
         except sqlite3.Error as exc:
             raise LedgerError(f"Cannot read the privacy ledger at {self.path!r}: {exc}") from exc
         entries = []
+        digest = _GENESIS
         for expected, (idx, event_json, phase, role) in enumerate(rows):
             if idx != expected:
                 raise LedgerError(f"Privacy ledger {self.path!r} (study {self.study!r}) is corrupt: "
                                   f"entry {expected} is missing.")
+            digest = _chain(digest, idx, event_json, phase, role)
             try:
                 event = event_from_dict(json.loads(event_json))
             except (ValueError, KeyError, TypeError) as exc:
                 raise LedgerError(f"Privacy ledger {self.path!r} holds an unreadable event at entry {idx}.") from exc
             entries.append(LedgerEntry(index=idx, event=event, phase=phase, role=role))
+        head = self._conn.execute("SELECT n, digest FROM privtune_ledger_head WHERE study = ?",
+                                  (self.study,)).fetchone()
+        if head is not None and (head[0] != len(entries) or head[1] != digest):
+            raise LedgerError(
+                f"Privacy ledger {self.path!r} (study {self.study!r}) does not match its recorded head: it holds "
+                f"{len(entries)} charge(s) where {head[0]} were committed, or their contents changed. Charges may "
+                "have been lost, so resuming could spend the budget again; it is refused. Restore the original "
+                "file, or start a new study (and count what the lost charges spent).")
+        if head is None and entries:  # a ledger written before heads existed: adopt its current state
+            self._conn.execute("INSERT OR REPLACE INTO privtune_ledger_head VALUES (?, ?, ?)",
+                               (self.study, len(entries), digest))
+        self._digest = digest
         return entries
 
     def append(self, event: PrivacyEvent, *, phase: str = "", role: str | None = None) -> LedgerEntry:
@@ -199,12 +258,15 @@ class SQLiteLedger(Ledger):
         with self._lock:
             entry = LedgerEntry(index=len(self._entries), event=event, phase=phase, role=role)
             payload = json.dumps(event.to_dict(), sort_keys=True)
+            digest = _chain(self._digest, entry.index, payload, phase, role)
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
                 self._conn.execute(
                     "INSERT INTO privtune_ledger (study, idx, event, phase, role) VALUES (?, ?, ?, ?, ?)",
                     (self.study, entry.index, payload, phase, role),
                 )
+                self._conn.execute("INSERT OR REPLACE INTO privtune_ledger_head VALUES (?, ?, ?)",
+                                   (self.study, entry.index + 1, digest))
                 self._conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 try:
@@ -217,6 +279,7 @@ class SQLiteLedger(Ledger):
                     "same study, stop it first."
                 ) from exc
             self._entries.append(entry)
+            self._digest = digest
         return entry
 
     def entries(self) -> tuple[LedgerEntry, ...]:

@@ -20,8 +20,27 @@ without evaluating or spending anything. A different configuration is refused.
 Concurrency. One writer per study: a second process (or a second handle in the
 same process) opening a study for writing gets :class:`StudyLockedError`. A lock
 left by a process that died (``SIGKILL``) on this host is detected (its pid is
-gone) and taken over. Every write is a committed transaction with
-``synchronous=FULL``.
+gone) and taken over.
+
+Durability. Every write is a committed transaction in rollback-journal mode with
+``synchronous=FULL``: when a charge returns it is in the main ``.sqlite`` file,
+so a crash, a copy of that file alone, or a lost side file (``-journal``, or the
+``-wal`` of a study written by an older privtune, which is checkpointed and
+converted on open) cannot lose it. Consistency is checked when a study is
+opened for writing, before anything is spent, and a study that fails a check is
+refused with :class:`~privtune.exceptions.LedgerError` instead of resumed:
+
+* the ledger's rows must reproduce its head (length and hash chain, written with
+  every charge): rows deleted or edited are detected;
+* the journal must hold as many keys as it has written, and never have seen more
+  charges than the ledger now holds: a ledger rolled back behind its releases is
+  detected;
+* a completed study must have charges.
+
+What cannot be detected: a *whole, consistent* older copy of the file (a backup
+restored after more was spent) is indistinguishable from a study that simply
+stopped there. Restoring a backup of a study that went on spending can spend
+the budget again; keep the study file where the search writes it.
 
 Nothing private is stored: no raw score, no statistic of sensitive rows, and no
 hash of the data (a hash of sensitive data would allow membership tests).
@@ -37,7 +56,7 @@ import time
 import uuid
 from typing import Any
 
-from privtune.accounting.ledger import SQLiteLedger
+from privtune.accounting.ledger import SQLiteLedger, durable_connection
 from privtune.bo.journal import Journal
 from privtune.exceptions import InvalidParameterError, LedgerError, PrivtuneError
 
@@ -49,6 +68,10 @@ _SCHEMA = [
         created REAL NOT NULL, updated REAL NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS privtune_journal (
         study TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (study, key))""",
+    # How many journal keys each study has written, and the ledger length when each was written: a study whose
+    # journal lost rows, or whose ledger holds fewer charges than its journal had seen, is refused on open.
+    """CREATE TABLE IF NOT EXISTS privtune_journal_head (
+        study TEXT PRIMARY KEY, n_keys INTEGER NOT NULL, max_ledger_n INTEGER NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS privtune_reports (study TEXT PRIMARY KEY, report TEXT NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS privtune_locks (
         study TEXT PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, token TEXT NOT NULL,
@@ -99,9 +122,7 @@ class StudyStorage:
 
     def _connect(self) -> sqlite3.Connection:
         try:
-            conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
+            conn = durable_connection(self.path)
             for stmt in _SCHEMA:
                 conn.execute(stmt)
         except sqlite3.Error as exc:
@@ -193,8 +214,40 @@ class Study:
         self.storage, self.name, self.config = storage, name, config
         self._token = token
         self._conn = storage._conn
-        self.ledger = SQLiteLedger(storage.path, study=name)
         self.closed = False
+        try:
+            self.ledger = SQLiteLedger(storage.path, study=name)  # checks the ledger against its head
+            self._check_consistency()
+        except Exception:
+            self._release_lock()
+            raise
+
+    def _check_consistency(self) -> None:
+        """Refuse a study whose ledger or journal lost what was committed (see the module docstring)."""
+        n_ledger = len(self.ledger.entries())
+        n_keys = self._conn.execute("SELECT COUNT(*) FROM privtune_journal WHERE study = ?",
+                                    (self.name,)).fetchone()[0]
+        head = self._conn.execute("SELECT n_keys, max_ledger_n FROM privtune_journal_head WHERE study = ?",
+                                  (self.name,)).fetchone()
+        problems = []
+        if head is not None and n_keys != head[0]:
+            problems.append(f"its journal holds {n_keys} released value(s) where {head[0]} were written")
+        if head is not None and head[1] > n_ledger:
+            problems.append(f"its journal was written after {head[1]} charge(s) but the ledger holds {n_ledger}")
+        done = (self.storage.status(self.name) == "complete"
+                or self._conn.execute("SELECT 1 FROM privtune_reports WHERE study = ?", (self.name,)).fetchone())
+        if done and n_ledger == 0:
+            problems.append("it is complete but its ledger holds no charge")
+        if problems:
+            raise LedgerError(
+                f"Study {self.name!r} in {self.path_for_messages!r} is inconsistent: {'; '.join(problems)}. Charges "
+                "or releases were lost (a partial copy, or a file edited by hand), so resuming could spend the "
+                "budget again; it is refused and nothing was spent. Restore the original file, or start a new "
+                "study and count what this one already spent.")
+
+    @property
+    def path_for_messages(self) -> str:
+        return self.storage.path
 
     @property
     def status(self) -> str:
@@ -229,8 +282,32 @@ class Study:
         return None if row is None else json.loads(row[0])
 
     def put(self, key: str, value: Any) -> None:
-        self._write("INSERT OR REPLACE INTO privtune_journal VALUES (?, ?, ?)",
-                    (self.name, key, json.dumps(value, sort_keys=True)))
+        """Store a released value; the journal head records the key count and the ledger length."""
+        if self.closed:
+            raise LedgerError(f"Study {self.name!r} is closed.")
+        n_ledger = len(self.ledger.entries())
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+            lock = self._conn.execute("SELECT token FROM privtune_locks WHERE study = ?", (self.name,)).fetchone()
+            if lock is None or lock[0] != self._token:
+                self._conn.execute("ROLLBACK")
+                raise StudyLockedError(f"Study {self.name!r} lost its writer lock; stop and resume it.")
+            new = self._conn.execute("SELECT 1 FROM privtune_journal WHERE study = ? AND key = ?",
+                                     (self.name, key)).fetchone() is None
+            self._conn.execute("INSERT OR REPLACE INTO privtune_journal VALUES (?, ?, ?)",
+                               (self.name, key, json.dumps(value, sort_keys=True)))
+            head = self._conn.execute("SELECT n_keys, max_ledger_n FROM privtune_journal_head WHERE study = ?",
+                                      (self.name,)).fetchone() or (0, 0)
+            self._conn.execute("INSERT OR REPLACE INTO privtune_journal_head VALUES (?, ?, ?)",
+                               (self.name, head[0] + (1 if new else 0), max(head[1], n_ledger)))
+            self._conn.execute("UPDATE privtune_studies SET updated = ? WHERE name = ?", (time.time(), self.name))
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            raise LedgerError(f"Cannot write to study {self.name!r}: {exc}") from exc
 
     def save_report(self, report: dict[str, Any]) -> None:
         """Store the tuning report (JSON) and mark the study complete."""
@@ -238,14 +315,17 @@ class Study:
                     (self.name, json.dumps(report, sort_keys=True, default=repr)))
         self._write("UPDATE privtune_studies SET status = 'complete' WHERE name = ?", (self.name,))
 
-    def close(self) -> None:
-        """Release the writer lock."""
-        if self.closed:
-            return
+    def _release_lock(self) -> None:
         try:
             self._conn.execute("DELETE FROM privtune_locks WHERE study = ? AND token = ?", (self.name, self._token))
         except sqlite3.Error:  # pragma: no cover - best effort; a dead lock is taken over later
             pass
+
+    def close(self) -> None:
+        """Release the writer lock."""
+        if self.closed:
+            return
+        self._release_lock()
         self.ledger.close()
         self.closed = True
 

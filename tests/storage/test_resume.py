@@ -186,3 +186,93 @@ def test_secure_noise_study_resumes_with_the_same_split_and_candidates(tmp_path)
     s = _secure_search(path).fit(X_tr, y_tr)  # would raise LedgerError if the candidates or split changed
     assert not s.seeded_ and len(s.release_.history) == 6
     assert [e.event for e in s.accountant_.entries] == list(s.release_.events)
+
+
+# --------------------------------------------------------------------- durability and consistency (issue 10, item 6)
+def _copy_main_file_only(src, tmp_path):
+    import shutil
+
+    dst = str(tmp_path / "copy.sqlite")
+    shutil.copyfile(src, dst)  # not the -wal, -shm or -journal side files
+    return dst
+
+
+@pytest.mark.parametrize("method,kill_at", [("noisy-ucb", 4), ("random", 3)])
+def test_a_copy_of_the_study_file_alone_keeps_every_charge(tmp_path, method, kill_at):
+    """After a SIGKILL, the .sqlite file by itself must hold every committed charge: resuming from a copy of it
+    never starts over (which would spend the budget again)."""
+    path = _run_child_killed_at(tmp_path, method, kill_at)
+    copy = _copy_main_file_only(path, tmp_path)  # before anything opens (and checkpoints) the original
+    before = [e.event for e in SQLiteLedger(path, study="s").entries()]
+    assert before  # the child had charged something before it was killed
+    in_copy = [e.event for e in SQLiteLedger(copy, study="s").entries()]
+    assert in_copy == before  # a resume from the copy counts (and replays) every pre-crash charge
+    X_tr, y_tr, X_v, y_v = _data()
+    s = _search(copy, method).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    ledger = [e.event for e in s.accountant_.entries]
+    assert ledger[: len(before)] == before and ledger == list(s.release_.events)
+    assert s.privacy_spent_["overall"].epsilon <= 1.0 * (1 + 1e-12)
+
+
+def test_lost_side_files_lose_nothing(tmp_path):
+    path = _run_child_killed_at(tmp_path, "noisy-ucb", 4)
+    copy = _copy_main_file_only(path, tmp_path)
+    for side in ("-wal", "-shm", "-journal"):  # lost side files (on the original, before anything reopens it)
+        if os.path.exists(path + side):
+            os.remove(path + side)
+    before = [e.event for e in SQLiteLedger(copy, study="s").entries()]
+    assert len(before) >= 3  # the child had charged its first observations (killed during the 4th fit)
+    assert [e.event for e in SQLiteLedger(path, study="s").entries()] == before
+
+
+def _raw(path):
+    import sqlite3
+
+    return sqlite3.connect(path, isolation_level=None)
+
+
+def test_a_study_whose_ledger_lost_rows_is_refused_nothing_spent(tmp_path):
+    path = _run_child_killed_at(tmp_path, "noisy-ucb", 5)
+    conn = _raw(path)
+    conn.execute("DELETE FROM privtune_ledger WHERE study = 's' AND idx >= 2")  # simulate lost charges
+    conn.close()
+    X_tr, y_tr, X_v, y_v = _data()
+    with pytest.raises(LedgerError, match="does not match its recorded head"):
+        _search(path, "noisy-ucb").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    conn = _raw(path)
+    assert conn.execute("SELECT COUNT(*) FROM privtune_ledger WHERE study='s'").fetchone()[0] == 2  # nothing added
+    assert conn.execute("SELECT COUNT(*) FROM privtune_locks").fetchone()[0] == 0  # the lock was released
+
+
+def test_a_study_whose_ledger_and_head_were_rolled_back_behind_its_journal_is_refused(tmp_path):
+    path = _run_child_killed_at(tmp_path, "noisy-ucb", 5)
+    conn = _raw(path)
+    conn.execute("DELETE FROM privtune_ledger WHERE study = 's'")
+    conn.execute("DELETE FROM privtune_ledger_head WHERE study = 's'")
+    conn.close()
+    X_tr, y_tr, X_v, y_v = _data()
+    with pytest.raises(LedgerError, match="journal was written after"):
+        _search(path, "noisy-ucb").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+
+
+def test_a_study_whose_journal_lost_releases_is_refused(tmp_path):
+    path = _run_child_killed_at(tmp_path, "noisy-ucb", 5)
+    conn = _raw(path)
+    conn.execute("DELETE FROM privtune_journal WHERE study = 's' AND key = 'observation:2'")
+    conn.close()
+    X_tr, y_tr, X_v, y_v = _data()
+    with pytest.raises(LedgerError, match="journal holds"):
+        _search(path, "noisy-ucb").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+
+
+def test_an_old_wal_mode_study_is_converted_without_losing_charges(tmp_path):
+    import sqlite3
+
+    path = str(tmp_path / "old.sqlite")
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.close()
+    led = SQLiteLedger(path, study="s")  # converts to rollback-journal mode
+    led.close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
