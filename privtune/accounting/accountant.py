@@ -109,6 +109,7 @@ class _State:
         self.gauss_fixed = _Sums()
         self.gauss_precision = 0.0  # sum of 1 / noise_multiplier**2 over unsampled Gaussian events
         self.pld_non_gaussian = 0  # PLD-bounded events that are not unsampled Gaussians
+        self.truncation = 0.0  # total variation between the capped laws of K sampled and the uncapped ones
 
     def extended(self, event: PrivacyEvent) -> _State:
         new = copy.copy(self)
@@ -123,6 +124,7 @@ class _State:
 
     def _add(self, event: PrivacyEvent) -> None:
         e = to_relation(event, self.relation)
+        self.truncation += _truncation_mass(e)
         fixed = e.epsilon_delta()
         conditional = e.is_conditional()
         if conditional and fixed is None:
@@ -221,7 +223,32 @@ class _State:
         return out
 
     def bound(self, delta_budget: float, *, epsilon_ceiling: float | None = None) -> tuple[float, float, str]:
-        """Smallest-epsilon valid bound; stops early once a cheap bound fits the ceiling."""
+        """Smallest-epsilon valid bound; stops early once a cheap bound fits the ceiling.
+
+        Random stopping's capped law of K is within total variation
+        ``self.truncation`` of the uncapped law the bounds are proven for, so
+        ``(1 + e**eps) * truncation`` is added to each bound's delta.
+        """
+        if self.truncation > 0:
+            return self._bound_with_truncation(delta_budget, epsilon_ceiling)
+        return self._bound(delta_budget, epsilon_ceiling=epsilon_ceiling)
+
+    def _bound_with_truncation(self, delta_budget: float,
+                               epsilon_ceiling: float | None) -> tuple[float, float, str]:
+        def extra(eps: float) -> float:
+            return (1.0 + math.exp(min(eps, 700.0))) * self.truncation
+
+        # Leave the truncation term room in the delta budget (a fixed point: the term is tiny unless eps is huge).
+        slack = delta_budget
+        for _ in range(3):
+            eps, delta, how = self._bound(max(0.0, slack), epsilon_ceiling=epsilon_ceiling)
+            total = delta + extra(eps)
+            if total <= delta_budget * (1 + BUDGET_RTOL) or slack <= 0:
+                break
+            slack = delta_budget - extra(eps)
+        return eps, total, how
+
+    def _bound(self, delta_budget: float, *, epsilon_ceiling: float | None = None) -> tuple[float, float, str]:
         fits = lambda o: (epsilon_ceiling is not None and o[0] <= epsilon_ceiling * (1 + BUDGET_RTOL)  # noqa: E731
                           and o[1] <= delta_budget * (1 + BUDGET_RTOL))
         cheap = self.options(delta_budget, cheap_only=True)
@@ -414,8 +441,9 @@ class Accountant:
                 and delta <= self._budget.delta * (1 + BUDGET_RTOL)):
             spent = self.spent
             hint = ""
-            if math.isinf(eps) and self._budget.delta == 0:
-                hint = " This event needs delta > 0 (e.g. the Gaussian mechanism) but the budget's delta is 0."
+            if self._budget.delta == 0 and (math.isinf(eps) or delta > 0):
+                hint = (" This event needs delta > 0 (e.g. the Gaussian mechanism, or random stopping's capped law "
+                        "of the number of runs, which costs a delta below 1e-28) but the budget's delta is 0.")
             raise BudgetExceededError(
                 f"Charging {_describe(event)} would bring the privacy spent to epsilon={eps:.6g}, "
                 f"delta={delta:.3g}, over the budget epsilon={self._budget.epsilon:.6g}, "
@@ -524,6 +552,16 @@ class Accountant:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.RLock()
+
+
+def _truncation_mass(event: PrivacyEvent) -> float:
+    """Total variation between the capped and uncapped laws of K of every random-stopping event inside ``event``."""
+    from privtune.accounting.events import RepeatAndSelectEvent, SelfComposedEvent
+
+    if isinstance(event, RepeatAndSelectEvent):
+        return event.truncation_mass()
+    inner = math.fsum(_truncation_mass(c) for c in event.children())
+    return inner * event.count if isinstance(event, SelfComposedEvent) else inner
 
 
 def _gaussian_precision(event: PrivacyEvent) -> float | None:

@@ -390,6 +390,13 @@ class RepeatAndSelectEvent(PrivacyEvent):
     For a pure epsilon-DP base and a truncated-negative-binomial K the result is
     ``(2 + eta) epsilon``-DP (P&S Thm. 2, corollary; eta = 1 is Liu & Talwar's 3
     epsilon). The RDP accountant uses the full Theorems 2 and 6.
+
+    Those bounds are for the uncapped law of K. privtune samples K from the law
+    conditioned on ``K <= max_runs`` (:func:`privtune.accounting.selection.repetition_cap`),
+    within total variation ``truncation_mass()`` (at most 2**-100) of it, so the
+    accountant adds ``(1 + e**eps) * truncation_mass()`` to the delta of any total
+    that contains this event (a coupling of the two laws). :meth:`epsilon_delta`
+    is the uncapped bound, like every other event's own guarantee.
     """
 
     kind: ClassVar[str] = "repeat_and_select"
@@ -408,6 +415,18 @@ class RepeatAndSelectEvent(PrivacyEvent):
 
     def children(self) -> tuple[PrivacyEvent, ...]:
         return (self.event,)
+
+    def max_runs(self) -> int:
+        """The hard cap on K of the law privtune samples from."""
+        from privtune.accounting.selection import repetition_cap
+
+        return repetition_cap(self.mean, self.shape)[0]
+
+    def truncation_mass(self) -> float:
+        """An upper bound on the mass the cap removes from the uncapped law of K."""
+        from privtune.accounting.selection import repetition_cap
+
+        return repetition_cap(self.mean, self.shape)[1]
 
     def epsilon_delta(self) -> tuple[float, float] | None:
         base = self.event.epsilon_delta()

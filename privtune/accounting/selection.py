@@ -122,6 +122,34 @@ def repeat_and_select_epsilon(
     return rdp_math.rdp_to_epsilon(orders, curve, d)
 
 
+#: The law of K is cut where the untruncated tail mass is below this (and renormalised): see
+#: :func:`repetition_cap`.
+REPETITION_TAIL = 2.0**-100
+
+
+def repetition_cap(mean: float, shape: float) -> tuple[int, float]:
+    """The hard cap on the number of runs K and the tail mass the cap removes (public).
+
+    Random stopping draws K from the truncated-negative-binomial (or Poisson)
+    law of Papernot & Steinke **conditioned on K <= max_runs**, so no run beyond
+    the cap can happen. The guarantee is stated for that capped law: it is
+    within total variation ``p`` of the uncapped one (conditioning on an event of
+    probability ``1 - p``, whatever the data), so a computation that is
+    ``(eps, delta)``-DP with the uncapped law is ``(eps, delta + (1 + e**eps) p)``-DP
+    with the capped one (couple the two draws of K; they differ with
+    probability at most p). The accountant adds this term
+    (:class:`~privtune.accounting.RepeatAndSelectEvent`).
+
+    Returns
+    -------
+    max_runs : int
+    tail_mass : float
+        An upper bound on P[K > max_runs] under the uncapped law (at most 2**-100).
+    """
+    pmf = _repetition_pmf(float(mean), float(shape))
+    return len(pmf) - 1, REPETITION_TAIL
+
+
 @functools.lru_cache(maxsize=64)
 def _repetition_cdf(mean: float, shape: float) -> np.ndarray:
     cdf = np.cumsum(_repetition_pmf(mean, shape))
@@ -129,13 +157,14 @@ def _repetition_cdf(mean: float, shape: float) -> np.ndarray:
     return cdf
 
 
-def _repetition_pmf(mean: float, shape: float, tail: float = 2.0**-64) -> np.ndarray:
-    """pmf of K over 0..k_max, truncated once the remaining mass is provably below ``tail``.
+@functools.lru_cache(maxsize=64)
+def _repetition_pmf(mean: float, shape: float, tail: float = REPETITION_TAIL) -> np.ndarray:
+    """pmf of K over 0..k_max: the law conditioned on K <= k_max, where the cut mass is provably below ``tail``.
 
     Both laws have term ratios ``r_k = w_{k+1} / w_k`` that decrease in k; once
     ``r_k < 1`` the unlisted mass is at most ``w_k r_k / (1 - r_k)`` (a geometric
     series), and the loop stops when that is below ``tail`` times the listed
-    mass. The truncated mass (below 2**-64) is given to the last value.
+    mass; the listed weights are then renormalised (conditioning).
     """
     weights: list[float] = []
     if math.isinf(shape):  # Poisson(mean), K = 0 allowed (outputs nothing)
@@ -157,6 +186,7 @@ def _repetition_pmf(mean: float, shape: float, tail: float = 2.0**-64) -> np.nda
         w *= r
         k += 1
     arr = np.array(weights) / math.fsum(weights)
+    arr.setflags(write=False)
     return arr
 
 
@@ -186,8 +216,9 @@ def sample_repetitions(
     **Privacy.** K is data-independent, but the guarantees of
     :func:`papernot_steinke_epsilon` assume it is hidden from the adversary:
     never log or report it for a secure run. Sampling is by inverse CDF with an
-    exact 53-bit uniform; the law is truncated where its tail mass is provably
-    below 2**-64.
+    exact 53-bit uniform from the law conditioned on ``K <= max_runs``
+    (:func:`repetition_cap`): K can never exceed the cap, and the cap's cost (a
+    tail mass below 2**-100) is accounted for by the accountant.
     """
     m = check_real(mean, "mean", low=1.0, owner="sample_repetitions")
     eta = check_real(shape, "shape", low=-1.0, allow_inf=True, owner="sample_repetitions")

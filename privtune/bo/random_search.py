@@ -62,7 +62,9 @@ class RandomSearch(ReleaseMethod):
     ----------
     epsilon : float in (0, inf)
     delta : float in [0, 1), default=0.0
-        Unused by the pure-DP selections (kept for a uniform interface).
+        Unused by the exponential selection (pure epsilon). Random stopping needs
+        delta > 0: its capped law of K costs ``(1 + e**eps) 2**-100`` of delta
+        (:func:`privtune.accounting.selection.repetition_cap`).
     n_iter : int
         Number of candidates scored (``"exponential"``) or the mean of K
         (``"random-stopping"``, must be >= 2).
@@ -109,6 +111,11 @@ class RandomSearch(ReleaseMethod):
                                         "PrivacyEvent (the cost of one training run) or None.")
         self.run_event = run_event
         if selection == "random-stopping":
+            if self.delta == 0:
+                raise InvalidParameterError(
+                    f"Random stopping needs delta > 0 in {owner}: K is drawn from Papernot & Steinke's law capped "
+                    "at a public maximum, which adds a delta of (1 + e^eps) 2**-100 (below 1e-28 for eps < 5) to "
+                    "the pure bound. Pass e.g. delta=1e-12.")
             if self.n_iter < 2:
                 raise InvalidParameterError(f"The 'n_iter' parameter of {owner} (the mean number of runs) must be "
                                             f">= 2 with random stopping. Got {n_iter!r}.")

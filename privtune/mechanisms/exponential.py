@@ -133,7 +133,8 @@ class Exponential(_Frozen):
     -----
     **Privacy.** Each :meth:`select` is ``(epsilon, 0)``-DP (McSherry & Talwar
     2007; exact sampling up to the float rounding of the exponents, about
-    ``2**-39`` of privacy loss: no candidate's probability is rounded to 0) under the neighbouring relation the sensitivity was declared for
+    ``2**-39`` of privacy loss: no candidate's probability is rounded to 0)
+    under the neighbouring relation the sensitivity was declared for
     (replace-one by default); it is also ``epsilon``-bounded-range, hence
     ``epsilon**2 / 8``-zCDP. Public: the candidate set and its size, epsilon
     and the sensitivity; only the selected index is released. Charge

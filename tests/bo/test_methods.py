@@ -22,7 +22,7 @@ def make_all():
         GPUCBExact(epsilon=1.0, delta=1e-6, n_iter=6, A=0.1, tau=1.0),
         NoisyUCB(epsilon=1.0, delta=1e-6, n_iter=6, score_sensitivity=0.01),
         RandomSearch(epsilon=1.0, n_iter=6, score_sensitivity=0.01),
-        RandomSearch(epsilon=1.0, n_iter=6, score_sensitivity=0.01, selection="random-stopping"),
+        RandomSearch(epsilon=1.0, n_iter=6, score_sensitivity=0.01, selection="random-stopping", delta=1e-12),
     ]
 
 
@@ -133,11 +133,26 @@ def test_noisy_ucb_plan_uses_the_whole_budget_exactly():
 
 
 def test_random_stopping_hides_k(cands2d):
-    acc = Accountant(Budget(1.0, 0.0))
-    rel = RandomSearch(epsilon=1.0, n_iter=5, score_sensitivity=0.01, selection="random-stopping").run(
+    acc = Accountant(Budget(1.0, 1e-12))
+    rel = RandomSearch(epsilon=1.0, n_iter=5, score_sensitivity=0.01, selection="random-stopping", delta=1e-12).run(
         bump, cands2d, accountant=acc, random_state=0, callback=lambda r: pytest.fail("callback called"))
     assert rel.history == () and rel.n_iter is None and len(acc.ledger) == 1
-    assert acc.spent == Budget(1.0, 0.0)  # (2 + eta) eps_run with eta = 1
+    # (2 + eta) eps_run with eta = 1, and the cap on K: delta (1 + e) 2**-100
+    assert acc.spent.epsilon == 1.0 and acc.spent.delta == pytest.approx((1 + math.e) * 2.0**-100)
+
+
+def test_random_stopping_never_exceeds_its_cap_and_refuses_a_pure_budget(cands2d):
+    from privtune.accounting.selection import repetition_cap, sample_repetitions
+
+    cap, tail = repetition_cap(3.0, 1.0)
+    assert tail == 2.0**-100 and cap > 3
+    ks = sample_repetitions(3.0, shape=1.0, size=20_000, random_state=0)
+    assert ks.max() <= cap and ks.min() >= 1
+    with pytest.raises(InvalidParameterError, match="delta > 0"):
+        RandomSearch(epsilon=1.0, n_iter=5, score_sensitivity=0.01, selection="random-stopping")
+    with pytest.raises(BudgetExceededError, match="capped law"):
+        RandomSearch(epsilon=1.0, n_iter=5, score_sensitivity=0.01, selection="random-stopping", delta=1e-12).run(
+            bump, cands2d, accountant=Accountant(Budget(1.0, 0.0)), random_state=0)
 
 
 def test_lipschitz_release_and_space_checks():
