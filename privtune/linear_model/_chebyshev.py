@@ -17,14 +17,18 @@ References
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils.validation import check_is_fitted
 
 from privtune.accounting.budget import Budget
+from privtune.base import PrivacyTags
 from privtune.exceptions import InvalidParameterError
+from privtune.linear_model._input import _numeric_table
 from privtune.optim.piecewise import (
     pwa_exponential,
     pwa_perturb_objective,
@@ -158,6 +162,15 @@ default="perturb-objective"
         tags.regressor_tags.poor_score = True
         return tags
 
+    def __privtune_tags__(self) -> PrivacyTags:
+        """The guarantee covers the targets only: the features are public by assumption (:mod:`privtune.base`).
+
+        The fitted coefficients (and an iterative method's history) are
+        functions of the features as well, which this estimator does not
+        protect; a training-sensitive ``PrivateSearchCV`` therefore refuses it.
+        """
+        return PrivacyTags(covers="labels")
+
     # -- validation -------------------------------------------------------------------------
     def _target_range(self) -> tuple[float, float]:
         tb = self.target_bound
@@ -217,7 +230,10 @@ default="perturb-objective"
         Raises
         ------
         InvalidParameterError
-            On bad parameters or data (NaN, infinities, wrong shapes), before anything is spent.
+            On bad parameters, non-numeric or non-finite *features* (public) or
+            wrong shapes, before anything is spent. Targets are never refused for
+            their values: a non-finite target is mapped to the middle of
+            ``target_bound`` and every target is clipped to it, row by row.
         BudgetExceededError
             If the accountant refuses the charge; ``y`` is not used.
 
@@ -226,13 +242,25 @@ default="perturb-objective"
         **Privacy.** See the class Notes; the events charged are in ``privacy_events_``.
         """
         self._validate_params()
+        if y is None:
+            raise InvalidParameterError(f"{_OWNER} requires y to be passed, but the target y is None.")
+        X = _numeric_table(self, X, _OWNER, reset=True)
+        X = check_finite_array(X, "X", owner=_OWNER, ndim=2)  # the features are public
         try:
-            X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
-        except ValueError as exc:
-            raise InvalidParameterError(str(exc)) from exc
-        X = check_finite_array(X, "X", owner=_OWNER, ndim=2)
-        y = check_finite_array(y, "y", owner=_OWNER, ndim=1)
+            y = np.asarray(y, dtype=np.float64)
+        except Exception:  # noqa: BLE001
+            raise InvalidParameterError(f"{_OWNER}.fit: y must be numeric (the values are not shown).") from None
+        if y.ndim == 2 and y.shape[1] == 1:
+            warnings.warn("A column-vector y was passed when a 1d array was expected; it is ravelled.",
+                          DataConversionWarning, stacklevel=2)
+            y = y.ravel()
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise InvalidParameterError(
+                f"{_OWNER}.fit: y must be 1-D with one target per row of X ({X.shape[0]}); got shape {y.shape}.")
         ylo, yhi = self._target_range()
+        # The targets are private: never refused for their values. A non-finite target is mapped to the middle of
+        # the declared range (then clipped like every target): a deterministic per-row map into the domain.
+        y = np.where(np.isnan(y), 0.5 * (ylo + yhi), y)
         Z, lo, hi = self._design(X)
         A = np.vstack([Z, -Z])
         offset_bound = yhi - ylo
@@ -275,5 +303,5 @@ default="perturb-objective"
         ndarray of shape (n_samples,)
         """
         check_is_fitted(self, "coef_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = check_finite_array(_numeric_table(self, X, _OWNER, reset=False), "X", owner=_OWNER, ndim=2)
         return X @ self.coef_ + self.intercept_

@@ -16,12 +16,14 @@ import numpy as np
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from privtune.accounting.accountant import Accountant
 from privtune.accounting.budget import Budget
 from privtune.accounting.events import EpsilonDeltaEvent, GaussianEvent, PrivacyEvent
+from privtune.base import PrivacyTags
 from privtune.exceptions import InvalidParameterError
+from privtune.linear_model._input import _numeric_rows, _numeric_table, _public_shape
 from privtune.optim._losses import clip_rows
 from privtune.optim._schedules import SOLVERS
 from privtune.optim.accelerated import dp_accelerated, gaussian_run_multiplier
@@ -31,10 +33,6 @@ __all__ = ["DPLogisticRegression"]
 
 _CLIPS = ("rows", "raise")
 _NOISES = ("gaussian", "laplace")
-
-
-def _reraise(exc: Exception) -> InvalidParameterError:
-    return InvalidParameterError(str(exc))
 
 
 class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
@@ -103,12 +101,21 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
         out.update(self._validate_extra(owner))
         return out
 
-    def _encode_labels(self, y: np.ndarray, owner: str) -> np.ndarray:
-        try:
-            check_classification_targets(y)
-        except ValueError as exc:
-            raise _reraise(exc) from None
+    def _encode_labels(self, y: np.ndarray, owner: str) -> tuple[np.ndarray, np.ndarray]:
+        """Labels as +1 / -1 and a mask of the rows whose label is usable (public messages only).
+
+        With declared ``classes`` nothing is read to decide the label set, and a
+        row whose label is outside it is marked unusable (it will contribute
+        nothing) instead of refused. With ``classes=None`` the label set is read
+        off ``y`` (outside a training-sensitive search, which requires ``classes``).
+        """
         if self.classes is None:
+            try:
+                check_classification_targets(y)
+            except ValueError:
+                raise InvalidParameterError(
+                    f"{owner}.fit needs class labels in y (a continuous target is not supported). Unknown label "
+                    "type: continuous or multi-output targets are not supported.") from None
             y_type = type_of_target(y, input_name="y")
             if y_type != "binary":
                 raise InvalidParameterError(
@@ -118,14 +125,12 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
                 raise InvalidParameterError(
                     f"{owner} needs samples of exactly two classes (or declared 'classes'); got "
                     f"{classes.shape[0]} class.")
+            usable = np.ones(y.shape[0], dtype=bool)
         else:
             classes = np.sort(np.asarray(self.classes))
-            if not np.all(np.isin(y, classes)):
-                raise InvalidParameterError(
-                    f"The 'y' parameter of {owner} contains labels outside the declared 'classes'. "
-                    "Only binary classification is supported.")
+            usable = np.isin(y, classes)
         self.classes_ = classes
-        return np.where(y == classes[1], 1.0, -1.0)
+        return np.where(y == classes[1], 1.0, -1.0), usable
 
     # -- planning -------------------------------------------------------------------------
     def _fit_privacy_event(self) -> PrivacyEvent:
@@ -188,36 +193,38 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
         """
         owner = type(self).__name__
         params = self._validate_common(owner)
-        try:
-            X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
-        except ValueError as exc:  # also TypeError subclasses raised by sklearn
-            raise _reraise(exc) from None
-        except TypeError as exc:
-            raise _reraise(exc) from None
-        z = self._encode_labels(y, owner)
-        n = X.shape[0]
+        n, d = _public_shape(X, y, owner)
         if params["batch_size"] is not None and params["batch_size"] > n:
             raise InvalidParameterError(
                 f"The 'batch_size' parameter of {owner} must be at most n_samples={n}. "
                 f"Got {params['batch_size']!r} instead.")
+        gaussian = self.noise == "gaussian"
+        acc = self.accountant
+        if acc is None:
+            if gaussian:
+                acc = Accountant(Budget(params["epsilon"], params["delta"]), method="gaussian")
+            else:
+                acc = Accountant(Budget(params["epsilon"], 0.0), method="basic")
+        event = self._fit_privacy_event()
+        acc.spend(event, phase=owner, role="training")  # write-ahead, before any value of X or y is read
+        X, y = _numeric_rows(self, X, y, owner)
+        z, usable = self._encode_labels(y, owner)
+        X = np.where(np.isfinite(X), X, 0.0)  # a non-finite entry is mapped to 0, row by row
         U = self._features(X, fitting=True)
         r1, r2 = self._feature_bounds(X.shape[1])
         s = params["intercept_scaling"]
         if self.fit_intercept:
             U = np.hstack((U, np.full((n, 1), s)))
             r1, r2 = r1 + s, math.sqrt(r2 * r2 + s * s)
-        acc = self.accountant
-        gaussian = self.noise == "gaussian"
-        if acc is None:
-            if gaussian:
-                acc = Accountant(Budget(params["epsilon"], params["delta"]), method="gaussian")
-            else:
-                acc = Accountant(Budget(params["epsilon"], 0.0), method="basic")
+        if not usable.all():  # a label outside the declared classes: the row contributes nothing
+            U = U.copy()
+            U[~usable] = 0.0
+            z = np.where(usable, z, 1.0)
         res = dp_accelerated(
             U, z, solver=self.solver, epsilon=params["epsilon"], alpha=1.0 / (params["C"] * n), data_norm=r1,
             data_norm_l2=r2, loss=self._loss, smoothing=params.get("smoothing", 1.0), n_iter=params["max_iter"],
             batch_size=params["batch_size"], step_scale=params["step_scale"], initial_gap=params["initial_gap"],
-            max_slope=params["max_slope"], clip="rows", accountant=acc,
+            max_slope=params["max_slope"], clip="rows", accountant=None,  # charged above
             random_state=self.random_state, phase=owner, noise=self.noise,
             delta=params["delta"] if gaussian else None)
         w = res.x
@@ -229,7 +236,7 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
             self.intercept_ = np.zeros(1)
         self.n_iter_ = res.n_iter
         self.privacy_spent_ = Budget(res.epsilon, res.delta)
-        self.privacy_event_ = res.privacy_event
+        self.privacy_event_ = event
         self.accountant_ = acc
         self.optimize_result_ = res
         return self
@@ -247,10 +254,7 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples,)
         """
         check_is_fitted(self, "coef_")
-        try:
-            X = validate_data(self, X, dtype=np.float64, reset=False)
-        except (ValueError, TypeError) as exc:
-            raise _reraise(exc) from None
+        X = _numeric_table(self, X, type(self).__name__, reset=False)
         return self._features(X, fitting=False) @ self.coef_[0] + self.intercept_[0]
 
     def predict(self, X: Any) -> np.ndarray:
@@ -270,7 +274,12 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
+        tags.input_tags.allow_nan = True  # non-finite entries are mapped to 0 row by row (never refused)
         return tags
+
+    def __privtune_tags__(self) -> PrivacyTags:
+        """The guarantee covers whole training rows; ``classes`` declares the label set (:mod:`privtune.base`)."""
+        return PrivacyTags(covers="rows", classes_param="classes", raises_on_rows=self.clip == "raise")
 
 
 class _ClippedLinearMixin:

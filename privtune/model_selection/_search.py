@@ -859,7 +859,18 @@ class PrivateSearchCV(BaseSearchCV):
             if tickets is not None:  # paid for up front, like every candidate fit
                 best.set_params(accountant=FitTickets(tickets.budget, 1).accountant())
             t0 = time.perf_counter()
-            best.fit(X_tr, y_tr, **fit_params)
+            try:
+                best.fit(X_tr, y_tr, **fit_params)
+            except (BudgetExceededError, LedgerError):
+                raise
+            except Exception as exc:  # noqa: BLE001
+                if train_acc is None:
+                    raise  # public training data: the estimator's own error is a function of public inputs only
+                # sensitive training rows: the estimator's text may quote them; never repeated
+                raise CandidateFitError(
+                    f"Refitting the released choice {self.best_params_!r} on the training data failed with "
+                    f"{type(exc).__name__}; the release itself stands (best_params_, best_score_). Fit it yourself "
+                    "to see the error, or pass refit=False.") from None
             if train_acc is None:  # public training data: the refit's time is a function of public inputs
                 self.refit_time_ = time.perf_counter() - t0
             self.best_estimator_ = best

@@ -293,7 +293,7 @@ def test_training_sensitive_search_with_a_dp_estimator(data):
     assert any(e.phase.startswith("training") or e.role in (None, "training") for e in s.training_accountant_.entries)
     with pytest.raises(BudgetExceededError):  # 4 fits at 0.5 cannot fit a training budget of 1: refused up front
         PrivateSearchCV(
-            DPLogisticRegression(epsilon=0.5, noise="laplace"),
+            DPLogisticRegression(epsilon=0.5, classes=[0, 1], noise="laplace"),
             {"C": Real(0.1, 100, log=True)},
             sensitive="both",
             epsilon=1.0,
@@ -322,7 +322,8 @@ def test_training_sensitive_search_with_the_default_gaussian_fits(data):
     ).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
     training = s.privacy_spent_["training"]
     events = [e.event for e in s.training_accountant_.entries]
-    assert len(events) == 4  # 3 fits + the refit
+    assert [e.phase for e in s.training_accountant_.entries] == ["fits", "refit"]  # the plan, charged up front
+    assert events[0].count == 3  # 3 fits, then the refit
     assert training == compose_events(events, delta=1e-6)
     assert training.delta == 1e-6 and 0.2 < training.epsilon < 0.6 * 0.8  # exact Gaussian composition: ~sqrt(4) x 0.2
     assert s.privacy_spent_["overall"].delta <= 2e-6
@@ -357,7 +358,8 @@ def test_cross_validation_over_one_sensitive_dataset(data):
     with pytest.raises(InvalidParameterError, match="sensitive='both'"):
         PrivateSearchCV(SVC(random_state=0), SPACE, cv=3).fit(X, y_tr)
     with pytest.raises(InvalidParameterError, match="either cv or X_val"):
-        PrivateSearchCV(DPLogisticRegression(epsilon=0.05), {"C": Real(0.1, 100, log=True)}, **kw).fit(
+        PrivateSearchCV(DPLogisticRegression(epsilon=0.05, classes=[0, 1]), {"C": Real(0.1, 100, log=True)},
+                        **kw).fit(
             X, y_tr, X_val=X[:10], y_val=y_tr[:10]
         )
 
@@ -395,7 +397,7 @@ def test_up_front_plan_composes_gaussian_fits_exactly(data):
     one = est._fit_privacy_event()
     fits = next(k for k in range(1, 200) if compose_events([one] * (k + 1), delta=1e-6).epsilon > 1.0)
     assert fits > 1.0 / 0.3  # more fits than basic composition would allow
-    kw = dict(sensitive="both", epsilon=1.0, delta=1e-6, n_candidates=8, random_state=0)
+    kw = dict(sensitive="both", epsilon=1.0, delta=1e-6, n_candidates=64, random_state=0)
     s = PrivateSearchCV(est, {"C": Real(0.1, 100, log=True)}, n_iter=fits - 1, **kw).fit(
         X_tr, y_tr, X_val=X_val, y_val=y_val)  # fits - 1 evaluations + the refit: affordable
     assert s.privacy_spent_["training"] == compose_events([e.event for e in s.training_accountant_.entries],

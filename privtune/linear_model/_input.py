@@ -1,0 +1,86 @@
+"""Input checks of the DP estimators that never quote a data value (internal).
+
+scikit-learn's validation messages can quote the offending values ("could not
+convert string to float: 'ALICE'", "array=[...]"). Here the *schema* (number of
+dimensions, rows and features) is checked from the inputs' structure, and a
+conversion failure is reported by its kind only.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils.validation import validate_data
+
+from privtune.exceptions import InvalidParameterError
+
+__all__ = ["_public_shape", "_numeric_table", "_numeric_rows"]
+
+
+def _public_shape(X: Any, y: Any, owner: str) -> tuple[int, int]:
+    """(n_samples, n_features) from the inputs' structure only: no value is read or checked."""
+    if y is None:
+        raise InvalidParameterError(f"{owner} requires y to be passed, but the target y is None.")
+    shape = getattr(X, "shape", None)
+    if shape is None:
+        try:
+            shape = np.asarray(X, dtype=object).shape
+        except Exception:  # noqa: BLE001 - ragged input
+            raise InvalidParameterError(f"{owner}.fit: X must be a 2-D array-like (n_samples, n_features).") from None
+    if len(shape) != 2:
+        raise InvalidParameterError(
+            f"{owner}.fit: X must be 2-D (n_samples, n_features); got an array with {len(shape)} dimension(s).")
+    try:
+        y_shape = getattr(y, "shape", None) or np.asarray(y, dtype=object).shape
+    except Exception:  # noqa: BLE001
+        raise InvalidParameterError(f"{owner}.fit: y must be a 1-D array-like (n_samples,).") from None
+    if len(y_shape) == 2 and y_shape[1] == 1:
+        warnings.warn("A column-vector y was passed when a 1d array was expected; it is ravelled.",
+                      DataConversionWarning, stacklevel=3)
+    elif len(y_shape) != 1:
+        raise InvalidParameterError(f"{owner}.fit: y must be 1-D (n_samples,); got shape {tuple(y_shape)}.")
+    n_y = y_shape[0]
+    if n_y != shape[0]:
+        raise InvalidParameterError(f"{owner}.fit: X has {shape[0]} rows but y has {n_y}.")
+    if shape[0] < 1 or shape[1] < 1:
+        raise InvalidParameterError(
+            f"Found array with {shape[0]} sample(s) and {shape[1]} feature(s) (shape={tuple(shape)}) while a "
+            f"minimum of 1 is required by {owner}.")
+    return int(shape[0]), int(shape[1])
+
+
+def _numeric_table(est: Any, X: Any, owner: str, *, reset: bool) -> np.ndarray:
+    """X as a float array (non-finite entries allowed); errors name the defect, never a value."""
+    try:
+        return validate_data(est, X, dtype=np.float64, reset=reset, ensure_all_finite=False)
+    except Exception as exc:  # noqa: BLE001 - scikit-learn's messages can quote values: never repeated
+        text = str(exc)
+        if ("is expecting" in text and "features" in text) or "while a minimum of" in text:
+            msg = text  # counts of features only
+        elif "omplex" in text:
+            msg = f"Complex data not supported ({owner}: X has a complex dtype)."
+        elif "parse" in text:
+            msg = (f"Sparse data was passed for X, but dense data is required by {owner} (sparse input is not "
+                   "supported). Use X.toarray() to convert to a dense numpy array.")
+        elif "Expected 2D array" in text:
+            msg = (f"Expected 2D array, got a 1D or scalar array instead ({owner}: X). Reshape your data either "
+                   "using array.reshape(-1, 1) if your data has a single feature or array.reshape(1, -1) if it "
+                   "contains a single sample. (The values are not shown.)")
+        elif "convert" in text or "argument must be" in text:
+            msg = (f"{owner}: X is not numeric: float() argument must be a string or a real number, and some "
+                   "value of X could not be converted (which value is not shown: it may be sensitive).")
+        else:
+            msg = f"{owner}: X is not a 2-D numeric array ({type(exc).__name__}; the values are not shown)."
+        raise InvalidParameterError(msg) from None
+
+
+def _numeric_rows(est: Any, X: Any, y: Any, owner: str) -> tuple[np.ndarray, np.ndarray]:
+    """(X as floats, y as a 1-D array) after the charge; errors name the defect, never a value."""
+    X = _numeric_table(est, X, owner, reset=True)
+    y = np.asarray(y)
+    if y.ndim == 2:
+        y = y.ravel()
+    return X, y
