@@ -161,7 +161,7 @@ def _to_pld(event: ev.PrivacyEvent, interval: float) -> pld_lib.PrivacyLossDistr
     if isinstance(event, ev.LaplaceEvent):
         return pld_lib.from_laplace_mechanism(1.0 / event.epsilon, value_discretization_interval=interval)
     if isinstance(event, ev.GaussianEvent):
-        if event.noise_multiplier == 0:
+        if event.noise_multiplier == 0 or event.vector:  # a vector of discrete Gaussians: RDP only
             return None
         return pld_lib.from_gaussian_mechanism(event.noise_multiplier, value_discretization_interval=interval)
     if isinstance(event, (ev.ExponentialEvent, ev.SparseVectorEvent, ev.EpsilonDeltaEvent,
@@ -174,7 +174,7 @@ def _to_pld(event: ev.PrivacyEvent, interval: float) -> pld_lib.PrivacyLossDistr
         if isinstance(inner, ev.LaplaceEvent):
             return pld_lib.from_laplace_mechanism(1.0 / inner.epsilon, sampling_prob=event.sample_rate,
                                                   value_discretization_interval=interval)
-        if isinstance(inner, ev.GaussianEvent) and inner.noise_multiplier > 0:
+        if isinstance(inner, ev.GaussianEvent) and inner.noise_multiplier > 0 and not inner.vector:
             return pld_lib.from_gaussian_mechanism(
                 inner.noise_multiplier, sampling_prob=event.sample_rate,
                 value_discretization_interval=interval,
@@ -206,7 +206,7 @@ def pld_supported(event: ev.PrivacyEvent) -> bool:
     if isinstance(event, ev.LaplaceEvent):
         return True
     if isinstance(event, ev.GaussianEvent):
-        return event.noise_multiplier > 0
+        return event.noise_multiplier > 0 and not event.vector
     if isinstance(event, (ev.ExponentialEvent, ev.SparseVectorEvent, ev.EpsilonDeltaEvent,
                           ev.ThresholdSelectionEvent)):
         return True
@@ -214,7 +214,7 @@ def pld_supported(event: ev.PrivacyEvent) -> bool:
         inner = event.event
         return event.relation == "add_remove" and (
             isinstance(inner, ev.LaplaceEvent)
-            or (isinstance(inner, ev.GaussianEvent) and inner.noise_multiplier > 0))
+            or (isinstance(inner, ev.GaussianEvent) and inner.noise_multiplier > 0 and not inner.vector))
     if isinstance(event, ev.ComposedEvent):
         return bool(event.events) and all(pld_supported(e) for e in event.events)
     if isinstance(event, ev.SelfComposedEvent):

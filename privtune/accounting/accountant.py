@@ -566,8 +566,8 @@ def _truncation_mass(event: PrivacyEvent) -> float:
 
 def _gaussian_precision(event: PrivacyEvent) -> float | None:
     """sum 1/nm**2 if ``event`` is made only of unsampled Gaussian events, else None."""
-    if isinstance(event, GaussianEvent):
-        return 1.0 / event.noise_multiplier**2 if event.noise_multiplier > 0 else None
+    if isinstance(event, GaussianEvent):  # the exact Gaussian curve is proven for one coordinate only
+        return 1.0 / event.noise_multiplier**2 if event.noise_multiplier > 0 and not event.vector else None
     if isinstance(event, ComposedEvent):
         parts = [_gaussian_precision(e) for e in event.events]
         return None if not parts or any(p is None for p in parts) else math.fsum(parts)

@@ -185,16 +185,29 @@ class GaussianEvent(PrivacyEvent):
 
     It has no single (epsilon, delta): the accountant converts its privacy curve
     (RDP or PLD) at the delta the budget allows.
+
+    ``vector=True`` marks discrete Gaussian noise on **several coordinates**.
+    Its Renyi divergence is exactly the continuous one's, ``alpha D**2 / (2 sigma**2)``
+    for an integer shift of L2 norm D: Canonne, Kamath & Steinke (2020) prove
+    ``D_alpha(N_Z(mu, s**2) || N_Z(nu, s**2)) <= alpha (mu - nu)**2 / (2 s**2)`` for
+    one coordinate, and the Renyi divergence of product distributions is the
+    sum over coordinates (independent noise), which sums the squared shifts.
+    Its (epsilon, delta) privacy curve, however, is proven equal to the
+    continuous Gaussian's only for one coordinate. So a vector event is
+    accounted through RDP only (never PLD or the exact Gaussian curve).
     """
 
     kind: ClassVar[str] = "gaussian"
     noise_multiplier: float
+    vector: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "noise_multiplier",
                            check_real(self.noise_multiplier, "noise_multiplier", low=0.0,
                                       owner="GaussianEvent"))
+        if not isinstance(self.vector, bool):
+            raise InvalidParameterError(f"The 'vector' parameter of GaussianEvent must be a bool. Got {self.vector!r}.")
 
 
 @dataclass(frozen=True, kw_only=True)

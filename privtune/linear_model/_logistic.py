@@ -156,7 +156,7 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
         params = self._validate_common(owner)
         if self.noise == "gaussian":
             nm = gaussian_run_multiplier(params["epsilon"], params["delta"])
-            return GaussianEvent(noise_multiplier=nm, label=f"one {owner} fit (Gaussian)")
+            return GaussianEvent(noise_multiplier=nm, vector=True, label=f"one {owner} fit (Gaussian)")
         return EpsilonDeltaEvent(epsilon=params["epsilon"], label=f"one {owner} fit (Laplace)")
 
     # -- fit ----------------------------------------------------------------------------
@@ -202,7 +202,7 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
         acc = self.accountant
         if acc is None:
             if gaussian:
-                acc = Accountant(Budget(params["epsilon"], params["delta"]), method="gaussian")
+                acc = Accountant(Budget(params["epsilon"], params["delta"]), method="rdp")
             else:
                 acc = Accountant(Budget(params["epsilon"], 0.0), method="basic")
         event = self._fit_privacy_event()

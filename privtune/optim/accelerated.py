@@ -72,7 +72,7 @@ from privtune.accounting.events import (
 from privtune.exceptions import InvalidParameterError
 from privtune.mechanisms._batched import PredrawnNoise
 from privtune.mechanisms._samplers import GRID_HEADROOM, MAX_GAUSSIAN_GRID_EXPONENT
-from privtune.mechanisms.gaussian import Gaussian, calibrate_analytic_gaussian
+from privtune.mechanisms.gaussian import Gaussian, calibrate_rdp_gaussian
 from privtune.mechanisms.laplace import Laplace
 from privtune.optim._losses import MarginLoss, clip_rows, get_loss, l1_bound_of
 from privtune.optim._result import DPOptimizeResult
@@ -112,10 +112,16 @@ _ALLOW_NOISELESS = False
 def gaussian_run_multiplier(epsilon: float, delta: float) -> float:
     """Noise multiplier ``nm`` of the single Gaussian that a whole Gaussian-variant run composes to.
 
-    Calibrated analytically at ``(epsilon (1 - GAUSSIAN_SLACK), delta)``; the steps' multipliers satisfy
-    ``sum_t 1 / nm_t**2 = 1 / nm**2`` whatever the horizon. Public constants only.
+    Calibrated at ``(epsilon (1 - GAUSSIAN_SLACK), delta)`` through **RDP**
+    (:func:`privtune.mechanisms.gaussian.calibrate_rdp_gaussian`): every step
+    adds discrete Gaussian noise to a vector, whose privacy curve is proven
+    through RDP (tensorisation of Canonne, Kamath & Steinke's one-coordinate
+    bound), not through the continuous Gaussian's exact curve. The steps'
+    multipliers satisfy ``sum_t 1 / nm_t**2 = 1 / nm**2`` whatever the horizon,
+    so the run's RDP curve is that of one Gaussian of multiplier ``nm``. Public
+    constants only.
     """
-    return calibrate_analytic_gaussian(epsilon=epsilon * (1.0 - GAUSSIAN_SLACK), delta=delta)
+    return calibrate_rdp_gaussian(epsilon=epsilon * (1.0 - GAUSSIAN_SLACK), delta=delta)
 
 
 # ----------------------------------------------------------------------------- validation
@@ -288,13 +294,13 @@ def _gaussian_plan(*, solver: str, n: int, d: int, m: int, eps: float, dlt: floa
     mechs = [Gaussian.from_noise_multiplier(v, sensitivity=sens2 / m, random_state=source) for v in nms]
     for mech in mechs:
         mech.grid_spacing(d)  # the exact grid must exist for every step: refuse now, before any spending
-    events: list[PrivacyEvent] = [GaussianEvent(noise_multiplier=v) for v in nms]
+    events: list[PrivacyEvent] = [GaussianEvent(noise_multiplier=v, vector=True) for v in nms]
     label = f"Kuru et al. 2022 DP-{solver.upper()}, Gaussian variant ({t_used} steps, batch {m} of {n})"
     if len(set(nms)) == 1:
         total: PrivacyEvent = SelfComposedEvent(event=events[0], count=t_used, label=label)
     else:
         total = ComposedEvent(events=tuple(events), label=label)
-    eps_total = compose_events([total], delta=dlt, method="gaussian").epsilon
+    eps_total = compose_events([total], delta=dlt, method="rdp").epsilon
     step_costs = eps_total * np.asarray(shares, dtype=float)  # shares of the budget, not per-step guarantees
     return _Plan(solver=solver, n=n, d=d, m=m, epsilon=eps, mu=mu, r1=r1, r2=r2, loss=lossf,
                  horizon=horizon, sched=sched, t_used=t_used, eps0=None, mechs=mechs, events=tuple(events),

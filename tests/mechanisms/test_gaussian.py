@@ -43,7 +43,7 @@ def _reference_delta(sigma: float, epsilon: float, sens: float = 1.0) -> float:
         ({"sensitivity": float("nan")}, r"The 'sensitivity' parameter of Gaussian .* Got nan"),
         ({"sensitivity": -1.0}, r"The 'sensitivity' parameter of Gaussian .* Got -1\.0"),
         ({"calibration": "Analytic"}, r"The 'calibration' parameter of Gaussian must be one of "
-                                      r"\['analytic', 'classic'\]\. Got 'Analytic' instead\."),
+                                      r"\['analytic', 'classic', 'rdp'\]\. Got 'Analytic' instead\."),
         ({"calibration": None}, r"The 'calibration' parameter of Gaussian .* Got None instead"),
         ({"calibration": "classic", "epsilon": 1.0},
          r"The 'epsilon' parameter of Gaussian must be a float in the range \(0\.0, 1\.0\) when "
@@ -191,19 +191,20 @@ def test_grid_keeps_the_calibrated_noise_multiplier(size):
 
 @pytest.mark.parametrize("size", [1, 3, 5000])
 def test_outputs_lie_on_the_grid(size):
-    mech = Gaussian(epsilon=2.0, delta=1e-5, sensitivity=0.5, random_state=3)
+    mech = Gaussian(epsilon=2.0, delta=1e-5, sensitivity=0.5, random_state=3,
+                    calibration="rdp" if size > 1 else "analytic")
     g = mech.grid_spacing(size)
     out = np.atleast_1d(mech.randomise(np.linspace(-1.0, 1.0, size) + 0.017))
     assert np.array_equal(out, g * np.round(out / g))
 
 
 def test_reproducibility_secure_source_and_shapes():
-    a = Gaussian(epsilon=1.0, delta=1e-5, sensitivity=1.0, random_state=9)
-    b = Gaussian(epsilon=1.0, delta=1e-5, sensitivity=1.0, random_state=9)
+    a = Gaussian(epsilon=1.0, delta=1e-5, sensitivity=1.0, random_state=9, calibration="rdp")
+    b = Gaussian(epsilon=1.0, delta=1e-5, sensitivity=1.0, random_state=9, calibration="rdp")
     assert a.randomise(0.25) == b.randomise(0.25)
     assert np.array_equal(a.randomise(np.ones((2, 3))), b.randomise(np.ones((2, 3))))
     assert a.seeded is True
-    secure = Gaussian(epsilon=1.0, delta=1e-5, sensitivity=1.0)
+    secure = Gaussian(epsilon=1.0, delta=1e-5, sensitivity=1.0, calibration="rdp")
     assert secure.seeded is False
     assert isinstance(secure.randomise(1), float)
     assert secure.randomise(np.zeros((3, 2))).shape == (3, 2)
@@ -220,6 +221,21 @@ def test_immutable_and_picklable():
 
 def test_noise_has_the_stated_variance():
     mech = Gaussian(epsilon=1.0, delta=1e-5, sensitivity=1.0, random_state=4)
-    out = mech.randomise(np.zeros(50_000))
+    out = mech.randomise_each(np.zeros(50_000))
     # sample variance within 5 standard errors (SE of s**2 is sigma**2 sqrt(2/n))
     assert abs(out.var() / mech.variance() - 1) < 5 * math.sqrt(2 / out.size)
+
+
+def test_a_vector_release_needs_the_rdp_calibration():
+    """The analytic / classic curves are proven for one coordinate of discrete Gaussian noise only."""
+    import privtune.accounting as acc_mod
+
+    mech = Gaussian(epsilon=1.0, delta=1e-6, sensitivity=1.0, random_state=0)
+    with pytest.raises(InvalidParameterError, match="calibration='rdp'"):
+        mech.randomise(np.zeros(3))
+    assert not mech.privacy_event().vector
+    vec = Gaussian(epsilon=1.0, delta=1e-6, sensitivity=1.0, random_state=0, calibration="rdp")
+    assert vec.randomise(np.zeros(3)).shape == (3,) and vec.privacy_event().vector
+    assert vec.noise_multiplier > mech.noise_multiplier  # RDP calibration: a little more noise
+    spent = acc_mod.compose_events([vec.privacy_event()], delta=1e-6)
+    assert spent.epsilon <= 1.0 and spent.delta <= 1e-6

@@ -22,7 +22,7 @@ from privtune.accounting import (
     compose_events,
 )
 from privtune.exceptions import BudgetExceededError, InvalidParameterError
-from privtune.mechanisms import calibrate_analytic_gaussian
+from privtune.mechanisms.gaussian import calibrate_rdp_gaussian
 from privtune.optim import (
     DPOptimizeResult,
     dp_accelerated,
@@ -388,12 +388,12 @@ def test_gaussian_events_compose_exactly_to_the_budget(solver, epsilon):
     assert all(isinstance(e, GaussianEvent) for e in res.events) and len(res.events) == res.n_iter
     total = compose_events(res.events, delta=1e-6)
     assert total.delta <= 1e-6 and epsilon * (1 - 2e-3) < total.epsilon <= epsilon
-    assert compose_events([res.privacy_event], delta=1e-6, method="gaussian").epsilon <= epsilon
+    assert compose_events([res.privacy_event], delta=1e-6, method="rdp").epsilon <= epsilon
     assert math.isclose(res.epsilon, total.epsilon, rel_tol=1e-9)
     assert math.isclose(math.fsum(res.step_epsilons), res.epsilon, rel_tol=1e-12)
     # precision 1/nm**2 adds up to the calibrated one; per-step sigma = nm_t * (2 R_2 / n) * (1 + 2**-10)
     nms = res.extra["noise_multipliers"]
-    nm = calibrate_analytic_gaussian(epsilon=epsilon * (1 - 1e-3), delta=1e-6)
+    nm = calibrate_rdp_gaussian(epsilon=epsilon * (1 - 1e-3), delta=1e-6)  # vector steps: RDP calibration
     assert math.isclose(math.fsum(1.0 / nms**2), 1.0 / nm**2, rel_tol=1e-12)
     np.testing.assert_allclose(res.noise_scales, nms * (2.0 / X.shape[0]) * (1 + 2**-10), rtol=1e-12)
     if solver == "nag-opt":  # rho_t proportional to sqrt(a_t): more precision (less noise) late

@@ -67,8 +67,9 @@ def audit(sample_d, sample_d_prime, *, epsilon=EPS, delta=0.0, n, **kwargs):
 
 
 def batched(mech, value):
-    """n releases of ``value`` by one array call (same per-coordinate noise scale)."""
-    return lambda n: mech.randomise(np.full(n, float(value)))
+    """n releases of ``value`` by one array call (the Gaussian's ``randomise_each``: n scalar releases)."""
+    fn = getattr(mech, "randomise_each", mech.randomise)
+    return lambda n: fn(np.full(n, float(value)))
 
 
 def looped(mech, value):
