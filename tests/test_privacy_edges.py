@@ -131,3 +131,14 @@ def test_no_message_warning_or_log_quotes_a_data_value(unit_rows, est, where, ca
 def test_public_defects_still_get_a_clear_message():
     with pytest.raises(InvalidParameterError, match="X has 3 rows but y has 2"):
         DPLogisticRegression(classes=[0, 1]).fit(np.zeros((3, 2)), [0, 1])
+
+
+@pytest.mark.parametrize("method", ["random", "noisy-ucb"])
+@pytest.mark.parametrize("epsilon", [2000.0, 1e6])
+def test_a_huge_epsilon_is_handled_not_an_overflow(unit_rows, method, epsilon):
+    """dp-accounting builds exp(epsilon) for a PLD: events above epsilon 500 are bounded without it."""
+    X_tr, y_tr, X_v, y_v = unit_rows
+    s = PrivateSearchCV(SVC(random_state=0), {"C": Real(0.1, 10, log=True)}, method=method, epsilon=epsilon, n_iter=3,
+                        n_candidates=8, random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert s.privacy_spent_["overall"].epsilon <= epsilon
+    DPLogisticRegression(epsilon=epsilon, classes=[0, 1], random_state=0, max_iter=3).fit(X_tr, y_tr)

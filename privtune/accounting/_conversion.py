@@ -199,9 +199,17 @@ def _to_pld(event: ev.PrivacyEvent, interval: float) -> pld_lib.PrivacyLossDistr
 _to_pld_cached = functools.lru_cache(maxsize=1024)(_to_pld)
 
 
+#: Above this epsilon a PLD cannot be built in floating point (dp-accounting computes exp(epsilon)); such events
+#: are bounded by basic composition (and RDP where it applies) instead.
+_PLD_MAX_EPSILON = 500.0
+
+
 def pld_supported(event: ev.PrivacyEvent) -> bool:
     """Whether :func:`to_pld` can bound ``event`` (cheap: builds nothing)."""
     if event.guarantee == "conditional":
+        return False
+    fixed = event.epsilon_delta()
+    if fixed is not None and fixed[0] > _PLD_MAX_EPSILON:
         return False
     if isinstance(event, ev.LaplaceEvent):
         return True

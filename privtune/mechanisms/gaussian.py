@@ -372,7 +372,7 @@ class Gaussian(_Frozen):
     --------
     >>> from privtune.mechanisms import Gaussian
     >>> mech = Gaussian(epsilon=1.0, delta=1e-5, sensitivity=1.0, random_state=0)
-    >>> mech.randomise([0.0, 1.0]).shape
+    >>> mech.randomise_each([0.0, 1.0]).shape
     (2,)
     """
 
