@@ -121,6 +121,9 @@ def _plan_error(exc: Exception) -> CLIError:
 
     msg = str(exc)
     if isinstance(exc, BudgetExceededError):
+        if "training role" in msg:
+            return CLIError(f"estimator.params.epsilon (or search.n_iter, search.epsilon): the training budget "
+                            f"cannot cover the training fits: {msg}")
         return CLIError(f"search.epsilon / search.delta: the budget cannot cover the planned phases: {msg}")
     m = re.search(r"'([a-z_]+)' parameter", msg)
     name = m.group(1) if m else ""
@@ -142,7 +145,9 @@ def _plan(search: Any, n_validation: int, n_classes: int) -> dict[str, Any]:
     from privtune.exceptions import PrivtuneError
 
     try:
-        return search.privacy_plan(n_validation, n_classes=n_classes)
+        # With sensitive training rows the search uses the estimator's declared label set, never the data's classes.
+        k = n_classes if search.sensitive == "validation" else None
+        return search.privacy_plan(n_validation, n_classes=k)
     except PrivtuneError as exc:
         raise _plan_error(exc) from None
 
@@ -264,6 +269,9 @@ def _budget(args: argparse.Namespace) -> int:
                "budget": {"epsilon": cfg.search.epsilon, "delta": cfg.search.delta},
                "n_validation": m, "n_classes": k, "score_sensitivity": plan["score_sensitivity"],
                "noise": dict(plan["noise"]), "n_candidates": plan["n_candidates"],
+               "training_phases": {p: b.to_dict() for p, b in plan["training_phases"].items()},
+               "training_total": None if plan["training_total"] is None else plan["training_total"].to_dict(),
+               "overall": plan["overall"].to_dict(),
                "seed_policy": "secure" if cfg.search.random_state is None else "seeded"}
         print(json.dumps(out, indent=2, sort_keys=True))
         return EXIT_OK
@@ -276,6 +284,12 @@ def _budget(args: argparse.Namespace) -> int:
         *_budget_lines(plan["phases"], plan["total"]),
         f"  total: epsilon = {plan['total'].epsilon:.6g}, delta = {plan['total'].delta:.3g} "
         f"(budget epsilon = {cfg.search.epsilon:g}, delta = {cfg.search.delta:g})",
+        *(["  training role (the DP estimator's fits, charged up front):",
+           *_budget_lines(plan["training_phases"], plan["training_total"]),
+           f"  training total: epsilon = {plan['training_total'].epsilon:.6g}, "
+           f"delta = {plan['training_total'].delta:.3g}",
+           f"  overall: epsilon = {plan['overall'].epsilon:.6g}, delta = {plan['overall'].delta:.3g}"]
+          if plan["training_total"] is not None else []),
         f"  guarantee: {plan['guarantee']} (replace-one, {cfg.data.sensitive} rows); noise: "
         + ("secure" if cfg.search.random_state is None else "seeded (reproducible, not for release)"),
         "  noise of each release (score units):",

@@ -332,3 +332,27 @@ def test_console_script(tmp_path):
                        name="bad.toml")
     proc = subprocess.run([str(SCRIPT), "budget", str(bad)], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 2 and 'search.epsilon: expected a float > 0, got "one"' in proc.stderr
+
+
+def _training_config(tmp_path, epsilon):
+    text = BASE_CONFIG.format(method="random").replace(
+        'class = "sklearn.svm.SVC"\nparams = { random_state = 0 }  # SVC would otherwise draw from numpy\'s global '
+        'RNG\npipeline_scaler = "standard"',
+        f'class = "privtune.linear_model.DPLogisticRegression"\nparams = {{ epsilon = {epsilon}, '
+        'noise = "laplace", classes = [0, 1] }').replace(
+        'gamma = { type = "real", low = 1e-4, high = 1.0, log = true }\n', "").replace(
+        "[data]", '[data]\nsensitive = "both"')
+    return write_config(tmp_path, text)
+
+
+def test_budget_shows_the_training_fits_and_refuses_what_tune_would_refuse(tmp_path, capsys):
+    ok = _training_config(tmp_path, 0.1)
+    assert main(["budget", str(ok)]) == 0
+    out = capsys.readouterr().out
+    assert "training role" in out and "fits" in out and "overall: epsilon" in out  # (the CLI does not refit)
+    bad = _training_config(tmp_path, 0.3)  # 4 fits at 0.3 > 1
+    assert main(["budget", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "estimator.params.epsilon" in err
+    assert main(["tune", str(bad), "--quiet"]) == 2
+    assert "estimator.params.epsilon" in capsys.readouterr().err
