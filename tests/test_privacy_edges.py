@@ -142,3 +142,16 @@ def test_a_huge_epsilon_is_handled_not_an_overflow(unit_rows, method, epsilon):
                         n_candidates=8, random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     assert s.privacy_spent_["overall"].epsilon <= epsilon
     DPLogisticRegression(epsilon=epsilon, classes=[0, 1], random_state=0, max_iter=3).fit(X_tr, y_tr)
+
+
+@pytest.mark.parametrize("est", [DPLogisticRegression(classes=[0, 1]), DPLinearSVC(classes=[0, 1]),
+                                 DPSVC(classes=[0, 1], n_components=20)], ids=lambda e: type(e).__name__)
+def test_every_margin_classifier_declares_rows_and_runs_as_a_training_sensitive_inner_trainer(unit_rows, est):
+    from privtune.base import get_privacy_tags
+
+    tags = get_privacy_tags(est)
+    assert tags.covers == "rows" and tags.classes_param == "classes" and not tags.raises_on_rows
+    X_tr, y_tr, X_v, y_v = unit_rows
+    s = PrivateSearchCV(est.set_params(epsilon=0.1), {"C": Real(0.1, 10, log=True)}, sensitive="both", n_iter=2,
+                        n_candidates=4, random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert [e.phase for e in s.training_accountant_.entries] == ["fits", "refit"]

@@ -279,7 +279,8 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
 
     def __privtune_tags__(self) -> PrivacyTags:
         """The guarantee covers whole training rows; ``classes`` declares the label set (:mod:`privtune.base`)."""
-        return PrivacyTags(covers="rows", classes_param="classes", raises_on_rows=self.clip == "raise")
+        raises = getattr(self, "clip", "rows") == "raise"  # DPSVC has no clip: its random features are bounded
+        return PrivacyTags(covers="rows", classes_param="classes", raises_on_rows=raises)
 
 
 class _ClippedLinearMixin:
