@@ -37,7 +37,10 @@ Timings are wall clock (``perf_counter``); CPU time of the process
 with other processes (the load average is recorded at start and end).
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bo_overhead.py [--quick]``.
-Writes ``benchmarks/results/bo_overhead.json`` and ``.md``.
+Writes ``benchmarks/results/bo_overhead.json`` and ``.md``. ``--scale`` runs only
+the large-candidate-set section (``candidate_set`` at 65 536 points in d = 2 and
+6; the engine's slowest iteration at |Λ| = 65 536 with and without a pre-sized
+Cholesky factor) and writes ``bo_overhead_scale.json`` and ``.md``.
 """
 
 from __future__ import annotations
@@ -129,11 +132,12 @@ def make_space(d):
 
 
 # ---------------------------------------------------------------- privtune
-def privtune_loop(cands, T):
+def privtune_loop(cands, T, capacity=None):
     """ask + tell only; the objective is called between the timed segments."""
     X = cands.X
     w0, c0 = pc(), cpu()
-    post = GPPosterior(cands, default_kernel(), noise_var=NOISE_STD**2, score_bounds=(-1.0, 1.0))
+    post = GPPosterior(cands, default_kernel(), noise_var=NOISE_STD**2, score_bounds=(-1.0, 1.0),
+                       capacity=capacity if capacity is not None else T + 1)  # as the release methods pre-size
     eng = UCBEngine(post, delta=DELTA / 2)  # GPUCB's loop uses the smaller of the two deltas
     setup_w, setup_c = pc() - w0, cpu() - c0
     per_w, per_c = [], []
@@ -269,11 +273,68 @@ def fmt(x, nd=3):
     return f"{x:.{nd}f}"
 
 
+def scale(out: Path | None) -> dict:
+    """Large candidate sets: ``candidate_set`` at 65 536 points and the engine's worst iteration there.
+
+    ``candidate_set`` (d = 2 and 6, |Λ| = 4 096 and 65 536, median of 3) and
+    the ask + tell loop at |Λ| = 65 536, d = 2, T = 300: its slowest
+    iteration and the iteration that adds the 257th observation, with the
+    factor pre-sized (what the release methods do) and with the old
+    doubling growth from 32 rows (``capacity=32``), side by side.
+    """
+    res: dict = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "loadavg_start": loadavg(),
+                 "platform": platform.platform(), "numpy": np.__version__, "candidate_set_ms": {}}
+    for d in (2, 6):
+        space = make_space(d)
+        for n in (4096, 65536):
+            ts = []
+            for r in range(3):
+                w = pc()
+                candidate_set(space, n, random_state=r)
+                ts.append(pc() - w)
+            res["candidate_set_ms"][f"d={d},n={n}"] = ms(med(ts))
+            print(f"candidate_set d={d} |Λ|={n}: {ms(med(ts)):.1f} ms", flush=True)
+    cands = candidate_set(make_space(2), 65536, random_state=0)
+    privtune_loop(cands, 5)  # warm-up
+    for label, cap in (("pre-sized", None), ("doubling from 32", 32)):
+        r = privtune_loop(cands, 300, capacity=cap)
+        per = [ms(x) for x in r["per_w"]]
+        res[f"loop_{label}"] = {"mean_ms": statistics.fmean(per), "max_ms": max(per),
+                               "iteration_257_ms": per[256], "median_ms": statistics.median(per)}
+        print(f"loop |Λ|=65536 d=2 T=300 ({label}): mean {statistics.fmean(per):.2f} ms, max {max(per):.1f} ms, "
+              f"iteration 257 {per[256]:.1f} ms", flush=True)
+    res["loadavg_end"] = loadavg()
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "bo_overhead_scale.json").write_text(json.dumps(res, indent=1, default=_jsonable))
+        L = ["# Large candidate sets: `candidate_set` and the engine's worst iteration\n",
+             f"Run {res['started']}, {res['platform']}, numpy {res['numpy']}; load average start "
+             f"{res['loadavg_start']}, end {res['loadavg_end']}. `python benchmarks/bo_overhead.py --scale`.\n",
+             "| d | \\|Λ\\| | `candidate_set` ms (median of 3) |", "|---|---|---|"]
+        for k, v in res["candidate_set_ms"].items():
+            d, n = k.split(",")
+            L.append(f"| {d[2:]} | {n[2:]} | {v:.1f} |")
+        L += ["", "ask + tell at |Λ| = 65 536, d = 2, T = 300 (ms):", "",
+              "| factor | mean | median | max | iteration 257 |", "|---|---|---|---|---|"]
+        for label in ("pre-sized", "doubling from 32"):
+            v = res[f"loop_{label}"]
+            L.append(f"| {label} | {v['mean_ms']:.2f} | {v['median_ms']:.2f} | {v['max_ms']:.1f} "
+                     f"| {v['iteration_257_ms']:.1f} |")
+        (out / "bo_overhead_scale.md").write_text("\n".join(L) + "\n")
+        print(f"wrote {out / 'bo_overhead_scale.json'} and .md")
+    return res
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--scale", action="store_true",
+                    help="only the large-|Λ| section: candidate_set at 65 536 points and the engine's worst iteration")
     ap.add_argument("--quick", action="store_true", help="smoke test: tiny T, one size, no peers at T=100")
     ap.add_argument("--reps", type=int, default=5, help="repetitions of each privtune measurement")
     args = ap.parse_args()
+    if args.scale:
+        scale(OUT)
+        return
     Ts, sizes, dims, reps = (TS, SIZES, DIMS, args.reps) if not args.quick else ((5, 10), (1024,), (2,), 2)
     T_peer = max(Ts)
 

@@ -39,12 +39,15 @@ class GPMethod(ReleaseMethod):
     def task_correlation(self) -> float:
         return float(self.kernel.task_correlation)
 
-    def _posterior(self, candidates: CandidateSet, noise_var: float) -> GPPosterior:
-        return GPPosterior(candidates, self.kernel, noise_var=noise_var, score_bounds=self.score_bounds)
+    def _posterior(self, candidates: CandidateSet, noise_var: float, capacity: int = 32) -> GPPosterior:
+        return GPPosterior(candidates, self.kernel, noise_var=noise_var, score_bounds=self.score_bounds,
+                           capacity=capacity)
 
     def _engine(self, candidates: CandidateSet, noise_var: float, delta: float,
                 public_observations: Sequence[Any]) -> UCBEngine:
-        engine = UCBEngine(self._posterior(candidates, noise_var), delta=delta)
+        # Room for every planned observation up front: the factor never reallocates inside the loop.
+        capacity = len(public_observations) + int(self.n_iter) + 1
+        engine = UCBEngine(self._posterior(candidates, noise_var, capacity), delta=delta)
         engine.tell_public(public_observations)
         return engine
 

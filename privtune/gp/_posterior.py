@@ -85,6 +85,11 @@ class GPPosterior:
         the observed values is ever used for scaling.
     min_pivot : float, default=1e-10
         Jitter threshold of the incremental Cholesky factor (see Notes).
+    capacity : int, default=32
+        Observations the factor has room for before it grows. Pass the
+        planned number (public observations plus ``n_iter``): the factor then
+        never reallocates during the loop (growing by doubling copies the
+        whole ``n × |Λ|`` matrix, a spike of one iteration at large |Λ|).
 
     Attributes
     ----------
@@ -124,6 +129,7 @@ class GPPosterior:
         noise_var: float,
         score_bounds: ScoreScale | tuple[float, float],
         min_pivot: float = 1e-10,
+        capacity: int = 32,
     ) -> None:
         self.X = _candidate_matrix(candidates, "GPPosterior")
         self._X_t = torch.from_numpy(self.X.copy())  # for kernel columns, made once
@@ -141,7 +147,8 @@ class GPPosterior:
                                     owner="GPPosterior")
         self.min_pivot = check_real(min_pivot, "min_pivot", low=0.0, owner="GPPosterior")
         m = self.X.shape[0]
-        self._factor = IncrementalCholesky(m, self.min_pivot)
+        cap = check_integer(capacity, "capacity", low=1, owner="GPPosterior")
+        self._factor = IncrementalCholesky(m, self.min_pivot, capacity=cap)
         self._mean = np.zeros(m)
         self._a: list[float] = []  # L⁻¹ y
         self._tasks: list[int] = []

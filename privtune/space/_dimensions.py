@@ -93,6 +93,33 @@ class Dimension:
         """A hashable key identifying a validated value (used for de-duplication)."""
         return value
 
+    # -- whole-array "codes": floats for reals, ints for integers, choice indices for categoricals --
+    def decode_codes(self, u: np.ndarray) -> np.ndarray:
+        """Decode floats in ``[0, 1]`` to an array of codes (no Python objects per point)."""
+        raise NotImplementedError
+
+    def encode_codes(self, codes: np.ndarray) -> np.ndarray:
+        """Canonical encodings in ``[0, 1]`` of an array of codes."""
+        raise NotImplementedError
+
+    def design_codes(self, u: np.ndarray) -> np.ndarray:
+        """Codes of values for the points ``u`` of a space-filling design (candidate sets).
+
+        The default is :meth:`decode_codes`. A design needs *some* value in the
+        bin of each ``u``, not the canonical decoding of ``u`` itself, so
+        :class:`Real` returns a short decimal near it instead (faster, and
+        easier to read).
+        """
+        return self.decode_codes(u)
+
+    def code_of(self, value: Any) -> Any:
+        """The code of one validated value (its de-duplication key)."""
+        return self.key(value)
+
+    def value_of(self, code: Any) -> Any:
+        """The value (of the dimension's Python type) of one code."""
+        raise NotImplementedError
+
     def encode(self, value: Any) -> float:
         """Encode one value to a float in ``[0, 1]`` (validating it first)."""
         return float(self.encode_array([self.validate(value)])[0])
@@ -113,6 +140,110 @@ def _key_to_float(k: Any) -> Any:
     k = np.asarray(k, dtype=np.int64)
     b = np.where(k < 0, np.int64(-(2**63)) - k, k)
     return b.view(np.float64)
+
+
+_EXACT_POW10 = 22  # 10**k is an exact float64 for 0 <= k <= 22
+_LD = np.longdouble
+_LD_OK = np.finfo(_LD).nmant >= 63  # x86 extended or quad precision: exact 16-digit mantissas
+_EXACT_POW10_LD = 27  # 10**k is exact with a 64-bit mantissa for 0 <= k <= 27
+_POW10_LD = np.array([_LD(10) ** i for i in range(_EXACT_POW10_LD + 1)], dtype=_LD)
+
+
+def _round_sig(m: np.ndarray, e: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``round(m / 10**e) * 10**e`` as the nearest float, where whole arrays decide it exactly; and where they do.
+
+    ``e`` is the decimal exponent of the last kept digit, ``k`` the number of
+    significant digits kept (the mantissa ``q = round(m / 10**e)``, half to
+    even as Python's formatting of the exact binary value, has about ``k``
+    digits). With ``k <= 11`` float64 still resolves rounding ties and ``q <
+    2**53``; up to ``k = 16`` the same is done in long double where it has a
+    64-bit mantissa. Elements whose scaled value lies too close to a tie are
+    left undecided. The value ``q * 10**e`` is then one correctly rounded
+    operation (float64; Clinger's fast path), or a long-double operation
+    rounded to float64, left undecided where that double rounding could differ
+    from the exact one. The caller computes the undecided elements with
+    Python's exact formatting.
+    """
+    c = np.full(m.shape, np.nan)
+    with np.errstate(over="ignore"):
+        room = np.power(10.0, np.clip(e, -300, 280))  # |q| = |m| / 10**e must stay below the mantissa's range
+    if k <= 11 or (k <= 15 and not _LD_OK):
+        ok = (np.abs(e) <= _EXACT_POW10) & (np.abs(m) < 2.0**52 * room)
+        p = np.power(10.0, np.abs(e[ok]).astype(np.float64))
+        neg = e[ok] < 0
+        scaled = np.where(neg, m[ok] * p, m[ok] / p)
+        q = np.rint(scaled)
+        tie = np.abs(np.abs(scaled - np.trunc(scaled)) - 0.5) <= 8 * np.spacing(np.abs(scaled))
+        c[ok] = np.where(neg, q / p, q * p)
+    elif k <= 16 and _LD_OK:
+        ok = (np.abs(e) <= _EXACT_POW10_LD) & (np.abs(m) < 2.0**62 * room)
+        p = _POW10_LD[np.abs(e[ok])]
+        neg = e[ok] < 0
+        mm = m[ok].astype(_LD)
+        scaled = np.empty_like(mm)
+        scaled[neg] = mm[neg] * p[neg]
+        scaled[~neg] = mm[~neg] / p[~neg]
+        q = np.rint(scaled)
+        tie = np.abs(np.abs(scaled - np.trunc(scaled)) - _LD(0.5)) <= 8 * np.spacing(np.abs(scaled))
+        wide = np.empty_like(mm)
+        wide[neg] = q[neg] / p[neg]
+        wide[~neg] = q[~neg] * p[~neg]
+        narrow = wide.astype(np.float64)
+        # double rounding is exact unless the long-double value sits near a float64 half-way point
+        half = np.spacing(np.abs(narrow)).astype(_LD) / 2
+        near = np.abs(np.abs(wide - narrow.astype(_LD)) - half) <= 8 * np.spacing(np.abs(wide))
+        tie |= near
+        c[ok] = narrow
+    else:
+        return c, np.zeros(m.shape, dtype=bool)
+    decided = ok.copy()
+    decided[np.flatnonzero(ok)[tie]] = False
+    c[~decided] = np.nan
+    return c, decided
+
+
+def _shortest_in(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """For each ``a <= b`` (same sign, not 0): ``float(f"{mid:.{k}g}")`` for the first ``k`` in 1..17 inside [a, b].
+
+    ``mid = a + (b - a) / 2``, as the per-point loop it replaces, with the same
+    result, in whole arrays (:func:`_round_sig`; the few elements it cannot
+    decide exactly go through Python's formatting). ``k = 17`` always hits:
+    seventeen significant digits give ``mid`` back.
+    """
+    mid = a + (b - a) / 2
+    out = np.full(mid.shape, np.nan)
+    single = a == b  # a run of one float: whatever k first hits, the value is that float
+    out[single] = a[single]
+    todo = np.flatnonzero(~single)
+    mag = np.abs(mid)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        top = np.floor(np.log10(mag)).astype(np.int64)  # decimal exponent of the leading digit
+        ratio = mag / np.power(10.0, top.astype(np.float64))
+    shaky = ~np.isfinite(ratio) | (ratio < 1.0 + 1e-12) | (ratio > 10.0 - 1e-11)
+    lo_mag, hi_mag = np.minimum(np.abs(a), np.abs(b)), np.maximum(np.abs(a), np.abs(b))
+    for k in range(1, 17):
+        if not todo.size:
+            break
+        # Skip the elements whose [a, b] certainly holds no k-digit decimal (then neither does the
+        # rounding of mid): a cheap float64 test with a margin far above its rounding error.
+        with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+            step = np.power(10.0, (top[todo] - (k - 1)).astype(np.float64))
+            first = np.ceil(lo_mag[todo] / step * (1 - 1e-14))
+            last = np.floor(hi_mag[todo] / step * (1 + 1e-14))
+        maybe = ~(last < first) | shaky[todo]
+        cand = todo[maybe]
+        if not cand.size:
+            continue
+        m = mid[cand]
+        c, decided = _round_sig(m, top[cand] - (k - 1), k)
+        decided &= ~shaky[cand]
+        for j in np.flatnonzero(~decided):  # the rare elements the whole-array path cannot decide exactly
+            c[j] = float(f"{m[j]:.{k}g}")
+        hit = (a[cand] <= c) & (c <= b[cand])
+        out[cand[hit]] = c[hit]
+        todo = np.setdiff1d(todo, cand[hit], assume_unique=True)
+    out[todo] = mid[todo]  # k = 17
+    return out
 
 
 def _check_bounds(low: Any, high: Any, owner: str) -> tuple[float, float]:
@@ -188,6 +319,62 @@ class Real(Dimension):
         return u
 
     def decode_array(self, u: np.ndarray) -> list[float]:
+        return [float(x) for x in self.decode_codes(u)]
+
+    def encode_codes(self, codes: np.ndarray) -> np.ndarray:
+        return self.encode_array(codes)
+
+    def value_of(self, code: Any) -> float:
+        return float(code)
+
+    #: Significant digits kept in a design's values: log scale, relative; linear scale, of the range.
+    DESIGN_DIGITS = 10
+
+    def design_codes(self, u: np.ndarray) -> np.ndarray:
+        """Values near the decoding of ``u``, rounded to a short decimal.
+
+        Log scale: a relative step of about ``10**-DESIGN_DIGITS`` of
+        ``log(high / low)`` (``DESIGN_DIGITS - log10(log(high / low))``
+        significant digits); linear scale: a multiple of the power of ten
+        below ``(high - low) * 10**-DESIGN_DIGITS``.
+        The rounding moves a point by about ``1e-9`` of its coordinate's range
+        (immaterial for a design), and each value is the shortest decimal of its
+        run of floats, so ``decode(encode(v)) == v`` for every design value
+        (the per-point search of :meth:`decode_codes` is not needed). Bounds
+        are kept exactly.
+        """
+        u = np.clip(np.atleast_1d(np.asarray(u, dtype=np.float64)), 0.0, 1.0)
+        t = self._a + u * (self._b - self._a)
+        v = np.exp(t) if self.log else t
+        if self.log:
+            # a relative step of about 10**-DESIGN_DIGITS of the log-range
+            digits = max(1, math.ceil(self.DESIGN_DIGITS - math.log10(self._b - self._a)))
+            if digits > 15:  # a range so narrow that short decimals cannot resolve it: decode canonically
+                return self.decode_codes(u)
+            with np.errstate(divide="ignore"):
+                top = np.floor(np.log10(np.abs(v))).astype(np.int64)
+            c, decided = _round_sig(v, top - (digits - 1), digits)
+            for j in np.flatnonzero(~decided):
+                c[j] = float(f"{v[j]:.{digits}g}")
+        else:
+            e = math.floor(math.log10(self.high - self.low)) - self.DESIGN_DIGITS
+            c, decided = _round_sig(v, np.full(v.shape, e, dtype=np.int64), 11)  # multiples of 10**e
+            for j in np.flatnonzero(~decided):
+                c[j] = float(round(float(v[j]), -e))
+        c = np.clip(c, self.low, self.high)
+        c[u <= 0.0] = self.low
+        c[u >= 1.0] = self.high
+        # Each value is the only decimal of its length in its run of floats when the run is far narrower
+        # than the rounding step: always on a log scale (relative run width < 2e-13), and on a linear scale
+        # unless the bounds are huge next to their difference. There, use the canonical decoding instead.
+        if not self.log and np.spacing(max(abs(self.low), abs(self.high))) * 1e4 > 10.0 ** e:
+            return self.decode_codes(self.encode_array(c))
+        tiny = np.abs(c) < 1e-290  # near the subnormals float spacing is coarse: decode canonically there
+        if tiny.any():
+            c[tiny] = self.decode_codes(self.encode_array(c[tiny]))
+        return c + 0.0
+
+    def decode_codes(self, u: np.ndarray) -> np.ndarray:
         u = np.atleast_1d(np.asarray(u, dtype=np.float64))
         t = self._a + u * (self._b - self._a)
         v = np.clip(np.exp(t) if self.log else t, self.low, self.high)
@@ -208,24 +395,18 @@ class Real(Dimension):
             lo[empty] = self._first_key(u_back, guess[empty], strict=False)
             hi[empty] = self._first_key(u_back, guess[empty], strict=True) - 1
         key_low, key_high = _float_to_key(self.low), _float_to_key(self.high)
-        for i in np.flatnonzero(lo <= hi):
-            a, b = float(_key_to_float(lo[i])), float(_key_to_float(hi[i]))
-            if lo[i] <= key_low:  # the bounds are the canonical values of 0 and 1
-                v[i] = self.low
-            elif hi[i] >= key_high:
-                v[i] = self.high
-            elif a <= 0.0 <= b:
-                v[i] = 0.0
-            else:
-                mid = a + (b - a) / 2
-                for k in range(1, 18):
-                    c = float(f"{mid:.{k}g}")
-                    if a <= c <= b:
-                        v[i] = c
-                        break
+        found = np.flatnonzero(lo <= hi)
+        a, b = _key_to_float(lo[found]), _key_to_float(hi[found])
+        at_low, at_high = lo[found] <= key_low, hi[found] >= key_high  # the bounds are the canonical values of 0, 1
+        zero = ~at_low & ~at_high & (a <= 0.0) & (0.0 <= b)
+        rest = ~(at_low | at_high | zero)
+        v[found[at_low]] = self.low
+        v[found[~at_low & at_high]] = self.high
+        v[found[zero]] = 0.0
+        v[found[rest]] = _shortest_in(a[rest], b[rest])
         v[u <= 0.0] = self.low
         v[u >= 1.0] = self.high
-        return [float(x) for x in v]
+        return v + 0.0  # -0.0 -> 0.0
 
     def _first_key(self, u: np.ndarray, guess: np.ndarray, *, strict: bool) -> np.ndarray:
         """Ordered key of the first float in [low, high] with encode > u (strict) or >= u.
@@ -343,13 +524,21 @@ class Integer(Dimension):
         return (v - self.low + 0.5) / self.n_values
 
     def decode_array(self, u: np.ndarray) -> list[int]:
+        return [int(x) for x in self.decode_codes(u)]
+
+    def decode_codes(self, u: np.ndarray) -> np.ndarray:
         u = np.asarray(u, dtype=np.float64)
         if self.log:
             v = np.floor(np.exp(self._a + u * (self._b - self._a)) + 0.5)
-            v = np.clip(v, self.low, self.high)
-            return [int(x) for x in v]
-        idx = np.clip(np.floor(u * self.n_values), 0, self.n_values - 1)
-        return [self.low + int(i) for i in idx]
+            return np.clip(v, self.low, self.high).astype(np.int64)
+        idx = np.clip(np.floor(u * self.n_values), 0, self.n_values - 1).astype(np.int64)
+        return self.low + idx
+
+    def encode_codes(self, codes: np.ndarray) -> np.ndarray:
+        return self.encode_array(codes)
+
+    def value_of(self, code: Any) -> int:
+        return int(code)
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, Integer) and (self.low, self.high, self.log)
@@ -449,9 +638,17 @@ class Categorical(Dimension):
         return (idx + 0.5) / self.n_values
 
     def decode_array(self, u: np.ndarray) -> list[Any]:
+        return [self.choices[int(i)] for i in self.decode_codes(u)]
+
+    def decode_codes(self, u: np.ndarray) -> np.ndarray:
         u = np.asarray(u, dtype=np.float64)
-        idx = np.clip(np.floor(u * self.n_values), 0, self.n_values - 1)
-        return [self.choices[int(i)] for i in idx]
+        return np.clip(np.floor(u * self.n_values), 0, self.n_values - 1).astype(np.int64)
+
+    def encode_codes(self, codes: np.ndarray) -> np.ndarray:
+        return (np.asarray(codes, dtype=np.float64) + 0.5) / self.n_values
+
+    def value_of(self, code: Any) -> Any:
+        return self.choices[int(code)]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Categorical) or other.n_values != self.n_values:
