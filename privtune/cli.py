@@ -39,6 +39,7 @@ __all__ = ["main"]
 EXIT_OK = 0
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a command killed by a closed pipe reports
 
 
 class CLIError(Exception):
@@ -218,6 +219,7 @@ def _tune(args: argparse.Namespace) -> int:
         if st.enabled:
             print(f"\nprivtune: interrupted; the study {st.study_name!r} is saved in {str(st.path)!r}: continue "
                   f"it with  privtune tune {args.config} --resume", file=sys.stderr)
+            return EXIT_INTERRUPTED  # one message, not a second one from main()
         raise
     after = len(search.ledger_)
     report = _report_of_search(search)
@@ -269,6 +271,7 @@ def _budget(args: argparse.Namespace) -> int:
                "budget": {"epsilon": cfg.search.epsilon, "delta": cfg.search.delta},
                "n_validation": m, "n_classes": k, "score_sensitivity": plan["score_sensitivity"],
                "noise": dict(plan["noise"]), "n_candidates": plan["n_candidates"],
+               "n_candidates_exact": plan["n_candidates_exact"],
                "training_phases": {p: b.to_dict() for p, b in plan["training_phases"].items()},
                "training_total": None if plan["training_total"] is None else plan["training_total"].to_dict(),
                "overall": plan["overall"].to_dict(),
@@ -277,7 +280,8 @@ def _budget(args: argparse.Namespace) -> int:
         return EXIT_OK
     lines = [
         f"privtune budget -- {cfg.path.name}: method {plan['method']}, {cfg.search.n_iter} evaluations over "
-        f"{plan['n_candidates']} candidates",
+        f"{plan['n_candidates']} candidates"
+        + ("" if plan["n_candidates_exact"] else " (after de-duplication in one draw; an unseeded run's count varies)"),
         f"  validation size m = {m} ({source}); classes = {k}; no data values were read",
         f"  score: {cfg.search.scoring}, sensitivity {plan['score_sensitivity']:.6g} per replaced row",
         "  planned spend per phase:",
@@ -307,7 +311,8 @@ def _report(args: argparse.Namespace) -> int:
 
     path = Path(args.study_file)
     if not path.is_file():
-        raise CLIError(f"{str(path)!r}: study file not found")
+        raise CLIError(f"{str(path)!r}: study file not found (privtune tune writes a study to the configuration's "
+                       "storage.path, resolved against the configuration file's directory; it prints the path)")
     outputs = {fmt: Path(p) for fmt, p in (("json", args.json), ("markdown", args.markdown), ("html", args.html))
                if p is not None}
     storage = StudyStorage(str(path))
@@ -468,7 +473,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = _parser().parse_args(argv)
     try:
-        return int(args.func(args))
+        status = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows up here, inside the handler, not at interpreter exit
+        return status
     except (PrivtuneError, CLIError) as exc:
         lines = str(exc).splitlines() or [type(exc).__name__]
         if len(lines) == 1:
@@ -478,8 +485,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                   *(f"  {ln}" for ln in lines), sep="\n", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        print("privtune: interrupted", file=sys.stderr)
+        print("\nprivtune: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (``privtune budget | head``): stop quietly, as a command killed by SIGPIPE
+        # would, and keep the interpreter's final flush from printing a second error.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":  # pragma: no cover

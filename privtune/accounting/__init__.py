@@ -23,7 +23,7 @@ from privtune.accounting.events import (
     ThresholdSelectionEvent,
     event_from_dict,
 )
-from privtune.accounting.ledger import InMemoryLedger, Ledger, LedgerEntry, SQLiteLedger
+from privtune.accounting.ledger import DetachedLedger, InMemoryLedger, Ledger, LedgerEntry, SQLiteLedger
 
 __all__ = [
     "Accountant",
@@ -45,6 +45,7 @@ __all__ = [
     "SelfComposedEvent",
     "SparseVectorEvent",
     "SQLiteLedger",
+    "DetachedLedger",
     "ThresholdSelectionEvent",
     "event_from_dict",
 ]

@@ -264,14 +264,16 @@ class _State:
 
 
 def _best(options: list[tuple[float, float, str]]) -> tuple[float, float, str]:
-    """The smallest epsilon; among bounds within a relative 1e-4 of it, the one using least delta.
+    """The smallest epsilon; among bounds near it, the one using least delta.
 
     All options are valid bounds on the same mechanism, so any choice is sound;
     the tie-break keeps a pure-DP run reported as (eps, 0) rather than as
-    (eps - 1e-6, delta).
+    (eps - 1e-6, delta). "Near" is within a relative 1e-4 of the smallest
+    epsilon, or within the delta the option saves (so that a tiny pure budget,
+    epsilon = 1e-9, is reported as (1e-9, 0), not as (0, 1e-6)).
     """
-    eps_min = min(o[0] for o in options)
-    near = [o for o in options if o[0] <= eps_min * (1 + 1e-4)]
+    best = min(options, key=lambda o: (o[0], o[1]))
+    near = [o for o in options if o[0] <= best[0] * (1 + 1e-4) + max(0.0, best[1] - o[1])]
     return min(near, key=lambda o: (o[1], o[0]))
 
 
@@ -547,6 +549,8 @@ class Accountant:
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_lock"] = None
+        if hasattr(self._ledger, "detached"):  # a database connection cannot travel: keep a read-only snapshot
+            state["_ledger"] = self._ledger.detached()
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -30,7 +30,7 @@ from typing import Any
 from privtune.accounting.events import PrivacyEvent, event_from_dict
 from privtune.exceptions import InvalidParameterError, LedgerError
 
-__all__ = ["LedgerEntry", "Ledger", "InMemoryLedger", "SQLiteLedger"]
+__all__ = ["LedgerEntry", "Ledger", "InMemoryLedger", "SQLiteLedger", "DetachedLedger"]
 
 
 @dataclass(frozen=True)
@@ -291,7 +291,47 @@ class SQLiteLedger(Ledger):
 
     def __getstate__(self) -> dict[str, Any]:
         raise TypeError("SQLiteLedger holds an open database connection and cannot be pickled; "
-                        "reopen it by path in the other process.")
+                        "reopen it by path in the other process (an Accountant on it pickles as a read-only "
+                        "snapshot, a DetachedLedger).")
+
+    def detached(self) -> DetachedLedger:
+        """A read-only snapshot of the charges recorded so far (see :class:`DetachedLedger`)."""
+        return DetachedLedger(self._entries, source=f"study {self.study!r} in {str(self.path)!r}")
 
     def __repr__(self) -> str:
         return f"SQLiteLedger({self.path!r}, study={self.study!r}, n_entries={len(self._entries)})"
+
+
+class DetachedLedger(Ledger):
+    """A read-only snapshot of another ledger's charges: it reports, it never records.
+
+    What an :class:`~privtune.accounting.Accountant` on a :class:`SQLiteLedger`
+    becomes when it is pickled (e.g. inside a fitted ``PrivateSearchCV`` with
+    ``storage=``): the copy can say what was spent, but a charge through it
+    could not be made durable in the study, so :meth:`append` refuses it with
+    :class:`~privtune.exceptions.LedgerError` and nothing is spent. To spend
+    more, reopen the study by its path.
+
+    Parameters
+    ----------
+    entries : iterable of LedgerEntry
+        The charges, in order.
+    source : str, default="a ledger"
+        Where they came from (named in the refusal).
+    """
+
+    def __init__(self, entries: Any, *, source: str = "a ledger") -> None:
+        self._entries = tuple(entries)
+        self.source = str(source)
+
+    def append(self, event: PrivacyEvent, *, phase: str = "", role: str | None = None) -> LedgerEntry:
+        raise LedgerError(
+            f"This ledger is a read-only snapshot of {self.source} (an accountant that was pickled or copied "
+            "away from its study): it cannot record a charge durably, so nothing is spent. Reopen the study "
+            "by its path to spend more.")
+
+    def entries(self) -> tuple[LedgerEntry, ...]:
+        return self._entries
+
+    def __repr__(self) -> str:
+        return f"DetachedLedger(n_entries={len(self._entries)}, source={self.source!r})"

@@ -26,7 +26,7 @@ from privtune.model_selection._training import (
     training_plan,
     unaffordable_message,
 )
-from privtune.space import Dimension, SearchSpace, candidate_set
+from privtune.space import Categorical, Dimension, Integer, SearchSpace, candidate_set
 from privtune.utils._random import check_random_state
 from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
 
@@ -137,6 +137,16 @@ class _Progress:
                          f"eps spent {record.epsilon_spent:.3g} ({time.perf_counter() - self.start:.1f} s)")
         if done >= self.total:
             sys.stderr.write("\n")
+        sys.stderr.flush()
+
+    def evaluated(self, done: int) -> None:
+        """Count an evaluation of a fixed-size, data-independent batch (``random``'s exponential selection)."""
+        if not self.enabled:
+            return
+        width = 24
+        filled = int(width * min(done, self.total) / max(self.total, 1))
+        sys.stderr.write(f"\r[privtune] [{'#' * filled}{'.' * (width - filled)}] evaluated {done}/{self.total} "
+                         f"({time.perf_counter() - self.start:.1f} s)")
         sys.stderr.flush()
 
     def close(self) -> None:
@@ -513,7 +523,10 @@ class PrivateSearchCV(BaseSearchCV):
             ``training_total`` (the training role's fits, refit included; empty /
             ``None`` when training data is public), ``overall`` (the maximum over
             the disjoint roles, or their composition with ``cv``),
-            ``score_sensitivity``, ``noise`` (score units), ``n_candidates``.
+            ``score_sensitivity``, ``noise`` (score units), ``n_candidates``
+            and ``n_candidates_exact`` (False when an unseeded run's
+            de-duplicated candidate count may differ from this one: integer or
+            categorical dimensions and no integer ``random_state``).
 
         Raises
         ------
@@ -558,7 +571,9 @@ class PrivateSearchCV(BaseSearchCV):
                 "phases": {ph: compose_events(evs, delta=budget.delta) for ph, evs in phases.items()},
                 "total": total, "training_phases": train_phases, "training_total": train_total,
                 "overall": overall, "score_sensitivity": sensitivity,
-                "noise": method.noise_scales(candidates), "n_candidates": len(candidates)}
+                "noise": method.noise_scales(candidates), "n_candidates": len(candidates),
+                "n_candidates_exact": bool(isinstance(self.random_state, (int, np.integer)) or not any(
+                    isinstance(d, (Integer, Categorical)) for d in cfg["space"].dimensions))}
 
     def _check_random_coverage(self, cfg: dict[str, Any], n_grid: int, n_built: int | None = None) -> None:
         """``method="random"`` scores n_iter *distinct* candidates: refuse a plan the candidate set cannot hold.
@@ -813,11 +828,30 @@ class PrivateSearchCV(BaseSearchCV):
                 scores = Parallel(n_jobs=self.n_jobs, backend="threading")(delayed(fit_and_score)(*j) for j in jobs)
             return float(np.mean(scores))
 
-        progress = _Progress(cfg["n_iter"], cfg["verbose"] >= 1 and method.name != "random")
+        mapper = self._mapper(threads=tickets is not None) if (self.n_jobs not in (None, 1)) else None
+        # A progress display on the local terminal, never part of a release. The GP methods report each
+        # (released) iteration; ``random`` with the exponential selection counts the evaluations of its fixed,
+        # data-independent batch when they run in this process. Random stopping shows nothing: its number of
+        # runs K is secret.
+        counts = (method.name == "random" and getattr(method, "selection", None) == "exponential"
+                  and mapper is None)
+        shown = cfg["verbose"] >= 1 and (method.name != "random" or counts)
+        progress = _Progress((method.max_evaluations(candidates) or cfg["n_iter"]) if counts else cfg["n_iter"],
+                             shown)
+        if counts and shown:
+            inner_objective, n_done = objective, [0]
+
+            def objective(params: Mapping[str, Any]) -> float:  # noqa: F811 - the same objective, counted
+                value = inner_objective(params)
+                n_done[0] += 1
+                progress.evaluated(n_done[0])
+                return value
+
         user_callbacks = list(self.callbacks or [])
 
         def callback(record: Any) -> bool:
-            progress(record)
+            if method.name != "random":  # random's records all arrive after its batch (counted above)
+                progress(record)
             if cfg["verbose"] >= 2:
                 _logger.info("iteration %d: epsilon spent %.4g, released score %s", record.iteration,
                              record.epsilon_spent, record.released_score)
@@ -826,7 +860,6 @@ class PrivateSearchCV(BaseSearchCV):
                 stop = bool(cb(record)) or stop
             return stop
 
-        mapper = self._mapper(threads=tickets is not None) if (self.n_jobs not in (None, 1)) else None
         if train_acc is not None:  # the whole training plan, charged before the first fit reads a row
             reservation = train_acc.reserve([ev for ev, _ in train_plan])
             for ev, phase in train_plan:

@@ -87,16 +87,17 @@ def _cards(r: TuningReport) -> str:
     rel, conf = r.release, r.configuration
     noise = rel.get("noise", {})
     params = rel.get("params")
-    ptxt = "<br>".join(f"<code>{_e(k)}</code> = {_e(repr(v) if not isinstance(v, str) else v)}"
+    ptxt = "<br>".join(f"<code>{_e(k)}</code> = {_e(fmt(v, 4) if not isinstance(v, str) else v)}"
                        for k, v in params.items()) if params else "— (none released)"
     score = rel.get("score")
     sd = noise.get("score_noise_std")
-    stxt = "—" if score is None else fmt(score, 5)
-    snote = (f"noise sd {fmt(sd, 3)} (score units)" if sd is not None and score is not None
-             else "this run releases no score")
     best = rel.get("best_score")
+    shown = best if best is not None else score  # the release clipped to the declared bounds
+    stxt = "—" if score is None else fmt(shown, 4) + (f" ± {fmt(sd, 2)}" if sd is not None else "")
+    snote = ("± one noise sd (score units); clipped to the declared bounds" if sd is not None and score is not None
+             else "this run releases no score")
     if best is not None and score is not None and best != score:
-        snote += f"; best_score_ = {fmt(best, 5)} (clipped to the score bounds)"
+        snote += f" from the raw release {fmt(score, 5)}"
     tot, spent = r.budget.get("total", {}), r.budget.get("spent", {}).get("overall", {})
     cards = [("Released hyperparameters", ptxt, False, f"λ̃, chosen by {r.method}"),
              (f"Released score · {conf.get('scoring')}", _e(stxt), True, _e(snote)),
@@ -107,7 +108,9 @@ def _cards(r: TuningReport) -> str:
               _e(f"random_state = {r.seed_policy.get('random_state')}"))]
     out = "".join(f'<div class="card"><div class="k">{_e(k)}</div><div class="v{" big" if big else ""}">{v}</div>'
                   f'<div class="n">{n}</div></div>' for k, v, big, n in cards)
-    return f'<div class="cards">{out}</div>'
+    verdict = T.score_verdict(r)
+    warn = f'<div class="banner conditional"><strong>Score release.</strong> {_e(verdict)}</div>' if verdict else ""
+    return f'<div class="cards">{out}</div>{warn}'
 
 
 def _banners(r: TuningReport) -> str:
@@ -195,9 +198,12 @@ def render_html(r: TuningReport) -> str:
         "" if r.is_conditional else
         f'<p class="note"><strong>Guarantee: {_e(label)}.</strong> {_e(r.guarantee.get("statement", ""))}</p>',
         _cards(r),
-        _section("Released scores over iterations", scores_part),
+        *([_section("Released scores over iterations", scores_part)] if scores is not None else
+          [_section("What this method releases",
+                    f'<p class="note">{_e(T.history_note(r) or T.TRAJECTORY_NOT_RELEASABLE)} Released: the '
+                    "chosen point of the data-independent candidate set below (and its score).</p>", cand_part)]),
         _section("Privacy budget", budget_part),
-        _section("Candidate set and the released choice", cand_part),
+        *([_section("Candidate set and the released choice", cand_part)] if scores is not None else []),
         _section("Selection", sel_part),
         _section("Utility bounds (score units)", util_part),
         _section("Privacy ledger", _table(T.ledger_table(r))),

@@ -76,9 +76,14 @@ def scores_plot(r: TuningReport) -> str | None:
             ax.axhline(final, color=_RED, linestyle="--", linewidth=1.2, label="final released score")
             ax.axhspan(final - 2 * fsd, final + 2 * fsd, color=_RED, alpha=0.08, linewidth=0)
         lo, hi = (as_float(b) for b in r.configuration.get("score_bounds", (None, None)))
+        shown = False
         for b in (lo, hi):
             if b is not None and math.isfinite(b):
-                ax.axhline(b, color=_GREY, linewidth=0.8, linestyle=":")
+                ax.axhline(b, color="#374151", linewidth=1.3, linestyle="-",
+                           label=None if shown else "declared score bounds (the score lies between them)")
+                shown = True
+        if lo is not None and hi is not None and math.isfinite(lo) and math.isfinite(hi) and hi > lo:
+            ax.axhspan(lo, hi, color="#10b981", alpha=0.06, linewidth=0)
         ax.set_xlabel("iteration")
         ax.set_ylabel(f"released {r.configuration.get('scoring')}")
         ax.set_title("Released scores over iterations (each a DP release)")

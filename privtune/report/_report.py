@@ -51,6 +51,16 @@ def _json_scalar(v: Any) -> Any:
     return c if (c is None or isinstance(c, (bool, int, float, str))) else safe_repr(v)
 
 
+def _display_name(est: Any) -> str:
+    """The estimator's name for headings: a pipeline is named by its final step, its steps in brackets."""
+    steps = getattr(est, "steps", None)
+    if isinstance(steps, list) and steps and all(isinstance(s, tuple) and len(s) == 2 for s in steps):
+        kinds = [type(s[1]).__name__ for s in steps if s[1] not in (None, "passthrough")]
+        if kinds:
+            return f"{kinds[-1]} (Pipeline: {' → '.join(kinds)})"
+    return type(est).__name__
+
+
 def _int_seed(random_state: Any) -> int | None:
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
         return int(random_state)
@@ -187,7 +197,8 @@ class TuningReport:
         conf = dict(rep["configuration"])
         est = search.estimator
         names = list(cands.space.names)
-        points = [[_json_scalar(p[n]) for n in names] for p in cands.params[:MAX_STORED_CANDIDATES]]
+        points = [[_json_scalar(p[n]) for n in names]
+                  for p in (cands[i] for i in range(min(len(cands), MAX_STORED_CANDIDATES)))]
         seed = _int_seed(getattr(search, "random_state", None)) if rel.seeded else None
         rel_dict = rel.to_dict()
         timings: dict[str, Any] = {
@@ -200,7 +211,7 @@ class TuningReport:
         return cls(
             schema_version=SCHEMA_VERSION,
             environment=environment(),
-            estimator={"class": f"{type(est).__module__}.{type(est).__qualname__}", "name": type(est).__name__,
+            estimator={"class": f"{type(est).__module__}.{type(est).__qualname__}", "name": _display_name(est),
                        "params": {k: safe_repr(v) for k, v in est.get_params(deep=False).items()}},
             method=rel.method,
             configuration={

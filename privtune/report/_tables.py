@@ -55,12 +55,33 @@ def _flatten(d: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
     return out
 
 
-def params_text(params: Mapping[str, Any] | None, exact: bool = True) -> str:
-    """``name = value`` pairs (exact ``repr`` of numbers when ``exact``)."""
+def params_text(params: Mapping[str, Any] | None, exact: bool = False) -> str:
+    """``name = value`` pairs: 4 significant digits for numbers (exact ``repr`` when ``exact``; the JSON keeps them)."""
     if params is None:
         return "— (none released)"
-    return ", ".join(f"{k} = {v!r}" if exact and not isinstance(v, str) else f"{k} = {_cell(v, 6)}"
+    return ", ".join(f"{k} = {v!r}" if exact and not isinstance(v, str) else f"{k} = {_cell(v, 4)}"
                      for k, v in params.items())
+
+
+#: The released score's noise sd, as a share of the declared score range, beyond which the release says little.
+UNINFORMATIVE_NOISE_SHARE = 0.25
+
+
+def score_verdict(r: TuningReport) -> str | None:
+    """A plain-words warning when the released score's noise dwarfs the declared score range (else None).
+
+    Public quantities only: the noise scale and the declared bounds.
+    """
+    sd = as_float(r.release.get("noise", {}).get("score_noise_std"))
+    lo, hi = (as_float(b) for b in r.configuration.get("score_bounds", (None, None)))
+    if sd is None or lo is None or hi is None or not (hi > lo) or r.release.get("score") is None:
+        return None
+    share = sd / (hi - lo)
+    if share < UNINFORMATIVE_NOISE_SHARE:
+        return None
+    return (f"This release carries almost no information at this budget: its noise sd ({fmt(sd, 3)}) is "
+            f"{fmt(share, 2)} times the whole score range [{fmt(lo, 4)}, {fmt(hi, 4)}]. Raise epsilon, "
+            "enlarge the validation set, or release the hyperparameters only.")
 
 
 def _budget_text(b: Mapping[str, Any] | None) -> str:
@@ -75,14 +96,19 @@ def headline(r: TuningReport) -> list[tuple[str, str]]:
     noise = rel.get("noise", {})
     sd = noise.get("score_noise_std")
     score = rel.get("score")
+    best = rel.get("best_score")
+    shown = best if best is not None else score  # the release clipped to the declared bounds (post-processing)
     if score is None:
         score_text = "— (this run releases no score)"
     else:
-        score_text = f"{fmt(score, 6)} (noise sd {fmt(sd, 4)} in score units)" if sd is not None else fmt(score, 6)
+        score_text = fmt(shown, 4) + (f" ± {fmt(sd, 3)} (noise sd, score units)" if sd is not None else "")
+        if best is not None and as_float(best) != as_float(score):
+            score_text += f"; clipped to the declared bounds from the raw release {fmt(score, 6)}"
     rows = [("Released hyperparameters", params_text(rel.get("params"))),
             (f"Released score ({conf.get('scoring')})", score_text)]
-    if rel.get("best_score") is not None and as_float(rel.get("best_score")) != as_float(score):
-        rows.append(("best_score_ (clipped to the score bounds)", fmt(rel.get("best_score"), 6)))
+    verdict = score_verdict(r)
+    if verdict is not None:
+        rows.append(("Verdict", verdict))
     rows += [("Total budget", _budget_text(r.budget.get("total"))),
              ("Spent (overall)", _budget_text(r.budget.get("spent", {}).get("overall"))),
              ("Guarantee", str(r.guarantee.get("label"))),

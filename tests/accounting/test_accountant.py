@@ -231,3 +231,15 @@ def test_rdp_merges_a_composition_of_plain_gaussians_exactly():
     # anything else keeps its structure
     mixed = to_rdp_event(ComposedEvent(events=(GaussianEvent(noise_multiplier=3.0), LaplaceEvent(epsilon=1.0))))
     assert isinstance(mixed, dpa.ComposedDpEvent)
+
+
+def test_tiny_pure_budget_is_reported_as_pure_not_rounded_to_zero():
+    """Issue 12: epsilon = 1e-9 was reported as (0, 1e-6) -- a valid bound, but it reads as 'nothing spent'."""
+    from privtune.accounting import Accountant, Budget, LaplaceEvent
+
+    acc = Accountant(Budget(1e-9, 1e-6))
+    acc.spend(LaplaceEvent(epsilon=5e-10), phase="selection")
+    acc.spend(LaplaceEvent(epsilon=5e-10), phase="score_release")
+    assert acc.spent.epsilon == pytest.approx(1e-9) and acc.spent.delta == 0.0
+    assert all(b.epsilon == pytest.approx(5e-10) and b.delta == 0.0 for b in acc.spent_by_phase().values())
+    assert "1e-09" in repr(acc.spent)

@@ -288,9 +288,7 @@ def test_report_rerenders_a_stored_study(small_config, capsys):
                  "--html", str(out / "r.html"), "--markdown", str(out / "r.md")]) == 0
     original = json.loads((d / "out" / "report.json").read_text())
     again = json.loads((out / "r.json").read_text())
-    for section in ("ledger", "budget", "history", "guarantee", "seed_policy", "method"):
-        assert again[section] == original[section], section
-    assert again["release"]["params"] == original["release"]["params"]
+    assert again == original  # the stored report is the whole report: candidates, environment and all
     assert "<html" in (out / "r.html").read_text().lower() and (out / "r.md").stat().st_size > 0
 
     # a second study in the file: listed when none is named
@@ -356,3 +354,44 @@ def test_budget_shows_the_training_fits_and_refuses_what_tune_would_refuse(tmp_p
     assert "estimator.params.epsilon" in err
     assert main(["tune", str(bad), "--quiet"]) == 2
     assert "estimator.params.epsilon" in capsys.readouterr().err
+
+
+def test_interrupt_prints_one_message_and_exits_130(small_config, capsys, monkeypatch):
+    from privtune.model_selection import PrivateSearchCV
+
+    def interrupted(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(PrivateSearchCV, "fit", interrupted)
+    assert main(["tune", str(small_config), "--quiet"]) == 130
+    err = capsys.readouterr().err
+    assert err.count("interrupted") == 1 and "--resume" in err and "Traceback" not in err
+    assert main(["demo", "--quiet", "--out", str(small_config.parent / "demo")]) == 130
+    assert capsys.readouterr().err.count("interrupted") == 1
+
+
+def test_a_closed_pipe_ends_quietly(small_config, monkeypatch, capfd):
+    """``privtune budget CONFIG | head -1``: no BrokenPipeError traceback, exit 141 like a command killed by SIGPIPE."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader has gone
+    saved = os.dup(1)
+    broken = os.fdopen(write_end, "w")  # block-buffered, as stdout into a pipe: the error comes at the flush
+    try:
+        monkeypatch.setattr(sys, "stdout", broken)
+        status = main(["budget", str(small_config)])
+        monkeypatch.undo()
+        broken.close()  # main() pointed the descriptor at /dev/null: nothing left to fail
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    assert status == 141
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_closed_pipe_from_the_console_script(small_config):
+    script = Path(sys.executable).parent / "privtune"
+    for verb in (["budget", str(small_config)], ["demo", "--quiet", "--out", str(small_config.parent / "d")]):
+        shell = f"'{script}' {' '.join(verb)} | head -n 1 > /dev/null"
+        result = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=300,
+                                env={**os.environ, "OMP_NUM_THREADS": "1"})
+        assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr, result.stderr

@@ -262,3 +262,24 @@ def test_public_score_is_not_isolated_so_wrong_inputs_raise():
     Xp, yp = _poisoned(X, y)
     with pytest.raises(ValueError, match="cannot predict"):
         search.score(Xp, yp)
+
+
+def test_privacy_plan_says_when_its_candidate_count_is_one_draw_of_many():
+    """Issue 12: budget's candidate count for discrete spaces came from seed 0 and could differ from the run's."""
+    from sklearn.svm import SVC
+
+    from privtune import PrivateSearchCV
+    from privtune.space import Integer, Real
+
+    discrete = {"C": Real(0.1, 10.0, log=True), "degree": Integer(1, 3)}
+    plan = PrivateSearchCV(SVC(random_state=0), discrete, n_iter=5, n_candidates=64).privacy_plan(100)
+    assert plan["n_candidates_exact"] is False
+    seeded = PrivateSearchCV(SVC(random_state=0), discrete, n_iter=5, n_candidates=64, random_state=4)
+    assert seeded.privacy_plan(100)["n_candidates_exact"] is True
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    seeded.fit(X[:300], y[:300], X_val=X[300:400], y_val=y[300:400])
+    assert seeded.privacy_plan(100)["n_candidates"] == len(seeded.candidates_)  # the very set the run built
+    real_only = PrivateSearchCV(SVC(random_state=0), {"C": Real(0.1, 10.0, log=True)}, n_iter=5, n_candidates=64)
+    assert real_only.privacy_plan(100)["n_candidates_exact"] is True

@@ -111,9 +111,15 @@ def test_write_creates_the_three_files(reports, tmp_path):
 def test_markdown_shows_the_released_values_and_the_label(reports, searches, method):
     md = reports[method].to_markdown()
     s = searches[method]
-    for name, value in s.best_params_.items():
-        assert f"{name} = {value!r}" in md
-    assert f"{s.release_.score:.6g}" in md
+    from privtune.report._canonical import fmt
+
+    for name, value in s.best_params_.items():  # 4 significant digits for people; the JSON keeps them all
+        assert f"{name} = {fmt(value, 4)}" in md
+        assert repr(value) not in md or len(repr(value)) <= 6
+    assert f"{fmt(s.best_score_, 4)} ± " in md  # the release clipped to the bounds leads, with its noise sd
+    if s.best_score_ != s.release_.score:
+        assert f"raw release {s.release_.score:.6g}" in md
+    assert reports[method].to_dict()["release"]["params"] == {k: v for k, v in s.best_params_.items()}
     assert f"**{s.guarantee_}**" in md and f"**Guarantee: {s.guarantee_}.**" in md
     assert "seeded (reproducible, not for release)" in md and "not for release" in md
     assert "| observations |" in md or "| selection |" in md  # budget per phase table
@@ -228,3 +234,37 @@ def test_raw_scores_never_appear_in_any_rendering(fit, method):
         assert "31415926" not in text, f"a raw score's digits appear in the {where}"
         for v in set(returned):
             assert repr(v) not in text and f"{v:.6g}" not in text, f"raw score {v!r} appears in the {where}"
+
+
+def test_report_leads_with_the_clipped_release_and_warns_when_noise_dwarfs_the_range():
+    """Issue 12: the headline showed a raw -23.455 for an accuracy; the header named Pipeline; random had an empty box."""
+    pytest.importorskip("matplotlib")
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    from privtune import PrivateSearchCV
+    from privtune.report._canonical import fmt
+    from privtune.space import Real
+
+    X, y = load_breast_cancer(return_X_y=True)
+    search = PrivateSearchCV(make_pipeline(StandardScaler(), SVC(random_state=0)),
+                             {"svc__C": Real(0.1, 100, log=True)}, epsilon=0.001, n_iter=5,
+                             validation_size=0.3, random_state=5).fit(X, y)
+    report = search.report_
+    assert 0.0 <= search.best_score_ <= 1.0
+    md, page = report.to_markdown(), report.to_html()
+    for text in (md, page):
+        assert "SVC (Pipeline: StandardScaler → SVC)" in text
+        assert "almost no information at this budget" in text
+        assert fmt(search.best_score_, 4) in text
+    head = page[page.index('<div class="cards">'):page.index("</div></div>", page.index("Released score"))]
+    assert fmt(search.best_score_, 4) in head.split("Released score")[1].split('class="n"')[0]  # leads
+    assert "Released scores over iterations" not in page  # random releases no trajectory: no empty box
+    assert "What this method releases" in page and page.count("data:image/png") >= 2
+    assert report.to_dict()["release"]["params"]["svc__C"] == search.best_params_["svc__C"]  # full precision
+
+    generous = PrivateSearchCV(SVC(random_state=0), {"C": Real(0.1, 100, log=True)}, epsilon=5.0, n_iter=5,
+                               validation_size=0.5, random_state=5).fit(X, y)
+    assert "almost no information" not in generous.report_.to_markdown()
