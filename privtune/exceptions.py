@@ -21,10 +21,22 @@ Hierarchy::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:  # pragma: no cover
-    from privtune.accounting.budget import Budget
+
+class _BudgetLike(Protocol):
+    """What an exception needs of a budget (``privtune.accounting.Budget`` is one).
+
+    A protocol, so that this module imports nothing from privtune: every other
+    module imports it, and an import of the accounting package here closed a
+    circle (exceptions -> accounting.budget -> utils._validation -> exceptions).
+    """
+
+    epsilon: float
+    delta: float
+
+
+Budget = _BudgetLike  # the name used in the annotations and docstrings below
 
 __all__ = [
     "PrivtuneError",

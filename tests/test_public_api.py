@@ -50,3 +50,16 @@ def test_public_names(module, names):
     mod = importlib.import_module(module)
     for name in names:
         assert hasattr(mod, name), f"{module}.{name} is missing"
+
+
+def test_exceptions_module_imports_nothing_from_privtune():
+    """Issue 12: privtune.exceptions imported Budget from the accounting package (a circular import)."""
+    import ast
+    from pathlib import Path
+
+    import privtune.exceptions as exc_module
+
+    tree = ast.parse(Path(exc_module.__file__).read_text(encoding="utf-8"))
+    imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    assert not [m for m in imported if m.split(".")[0] == "privtune"], imported

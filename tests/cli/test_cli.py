@@ -235,12 +235,13 @@ def test_budget_reads_no_data_values(tmp_path, capsys, monkeypatch):
     write_csv(tmp_path / "valid.csv", 37, seed=1, garbage=True)  # every value is garbage; the row count is right
 
     import privtune.config
+    import privtune.config._data
 
     def no_reading(*args, **kwargs):
         raise AssertionError("budget must not read the data")
 
     monkeypatch.setattr(privtune.config, "load_data", no_reading)
-    monkeypatch.setattr(privtune.config, "_read_table", no_reading)
+    monkeypatch.setattr(privtune.config._data, "_read_table", no_reading)
     assert main(["budget", str(config), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert got["n_validation"] == 37

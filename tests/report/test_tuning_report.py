@@ -237,7 +237,7 @@ def test_raw_scores_never_appear_in_any_rendering(fit, method):
 
 
 def test_report_leads_with_the_clipped_release_and_warns_when_noise_dwarfs_the_range():
-    """Issue 12: the headline showed a raw -23.455 for an accuracy; the header named Pipeline; random had an empty box."""
+    """Issue 12: a raw -23.455 led the headline, the header named Pipeline, random showed an empty box."""
     pytest.importorskip("matplotlib")
     from sklearn.datasets import load_breast_cancer
     from sklearn.pipeline import make_pipeline

@@ -1,0 +1,170 @@
+"""Public sizes without reading values (:func:`public_sizes`) and reading the data for a run (:func:`load_data`)."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from privtune.config._schema import _PARQUET_SUFFIXES, BUNDLED_DATASETS, ConfigError, DataConfig
+
+
+# -- data ---------------------------------------------------------------------------------------------
+def _count_csv_rows(path: Path) -> int:
+    """Number of data rows (records after the header), without interpreting any value."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        next(reader, None)
+        return sum(1 for row in reader if row)
+
+
+def _count_rows(path: Path) -> int:
+    if path.suffix.lower() in _PARQUET_SUFFIXES:
+        import pyarrow.parquet as pq
+
+        return int(pq.ParquetFile(path).metadata.num_rows)  # file metadata only
+    return _count_csv_rows(path)
+
+
+def public_sizes(data: DataConfig) -> tuple[int, int, str]:
+    """The public sizes the privacy plan needs, without reading any data value.
+
+    Parameters
+    ----------
+    data : DataConfig
+
+    Returns
+    -------
+    n_validation : int
+        ``data.n_validation`` if declared; else the row count of the validation
+        file; else ``floor(validation_size * n)`` with ``n`` the row count of the
+        training file or the known size of the bundled data set.
+    n_classes : int
+        ``data.n_classes`` if declared, else the bundled data set's, else 2 (only
+        ``balanced_accuracy``'s sensitivity depends on it).
+    source : str
+        How ``n_validation`` was obtained (for display).
+    """
+    if data.n_classes is not None:
+        k = data.n_classes
+    elif data.bundled is not None:
+        k = BUNDLED_DATASETS[data.bundled][2]
+    else:
+        k = 2
+    if data.n_validation is not None:
+        return data.n_validation, k, "declared in data.n_validation"
+    if data.validation is not None:
+        return _count_rows(data.validation), k, f"rows of {data.validation.name}"
+    vs = data.validation_size if data.validation_size is not None else 0.3
+    if data.bundled is not None:
+        n, src = BUNDLED_DATASETS[data.bundled][1], f"bundled {data.bundled} ({BUNDLED_DATASETS[data.bundled][1]} rows)"
+    else:
+        assert data.train is not None
+        n, src = _count_rows(data.train), f"{data.train.name} ({_count_rows(data.train)} rows)"
+    return int(math.floor(vs * n)), k, f"validation_size {vs:g} of {src}"
+
+
+def _parse_target(values: list[str]) -> np.ndarray:
+    try:
+        arr = np.array([float(v) for v in values])
+    except ValueError:
+        return np.array(values, dtype=object).astype(str)
+    if np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+        return arr.astype(np.int64)
+    return arr
+
+
+def _read_csv(path: Path, key: str, target: str, columns: tuple[str, ...] | None) -> tuple[Any, Any, list[str]]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, None) or []
+        rows = [r for r in reader if r]
+    feats = list(columns) if columns else [c for c in header if c != target]
+    idx = {c: i for i, c in enumerate(header)}
+    problems = [(f"data.{key}", f"{str(path)!r} has no column {c!r}") for c in [target, *feats] if c not in idx]
+    if problems:
+        raise ConfigError(problems)
+    X = np.empty((len(rows), len(feats)), dtype=float)
+    ti = idx[target]
+    fi = [idx[c] for c in feats]
+    ys: list[str] = []
+    for r, row in enumerate(rows, start=2):
+        if len(row) != len(header):
+            raise ConfigError([(f"data.{key}", f"{str(path)!r} line {r}: expected {len(header)} fields, got "
+                                                f"{len(row)}")])
+        for j, i in enumerate(fi):
+            try:
+                X[r - 2, j] = float(row[i])
+            except ValueError:  # the value itself is not shown: it may be sensitive
+                raise ConfigError([(f"data.{key}", f"{str(path)!r} line {r}, column {feats[j]!r}: expected a "
+                                                    "number (features must be numeric)")]) from None
+        if row[ti] == "":
+            raise ConfigError([(f"data.{key}", f"{str(path)!r} line {r}: the target column {target!r} is empty")])
+        ys.append(row[ti])
+    if not np.all(np.isfinite(X)):
+        raise ConfigError([(f"data.{key}", f"{str(path)!r}: features must be finite numbers (no NaN/inf)")])
+    return X, _parse_target(ys), feats
+
+
+def _read_parquet(path: Path, key: str, target: str, columns: tuple[str, ...] | None) -> tuple[Any, Any, list[str]]:
+    import pandas as pd
+
+    df = pd.read_parquet(path)
+    feats = list(columns) if columns else [c for c in df.columns if c != target]
+    missing = [c for c in [target, *feats] if c not in df.columns]
+    if missing:
+        raise ConfigError([(f"data.{key}", f"{str(path)!r} has no column(s) {missing}")])
+    try:
+        X = df[feats].to_numpy(dtype=float)
+    except (TypeError, ValueError):
+        raise ConfigError([(f"data.{key}", f"{str(path)!r}: features must be numeric")]) from None
+    return X, df[target].to_numpy(), feats
+
+
+def _read_table(path: Path, key: str, target: str, columns: tuple[str, ...] | None) -> tuple[Any, Any, list[str]]:
+    if path.suffix.lower() in _PARQUET_SUFFIXES:
+        return _read_parquet(path, key, target, columns)
+    return _read_csv(path, key, target, columns)
+
+
+def load_data(data: DataConfig) -> tuple[Any, Any, Any, Any]:
+    """Read the configured data.
+
+    Parameters
+    ----------
+    data : DataConfig
+
+    Returns
+    -------
+    X, y, X_val, y_val
+        ``X_val`` and ``y_val`` are None when the validation split is made by
+        :class:`~privtune.PrivateSearchCV` from ``validation_size``.
+
+    Raises
+    ------
+    ConfigError
+        For unreadable files, missing columns or non-numeric features (the
+        offending values are never shown).
+    """
+    if data.bundled is not None:
+        from sklearn import datasets
+
+        bunch = getattr(datasets, BUNDLED_DATASETS[data.bundled][0])()
+        X, y = np.asarray(bunch.data, dtype=float), np.asarray(bunch.target)
+        if data.columns:
+            names = [str(n) for n in bunch.feature_names]
+            missing = [c for c in data.columns if c not in names]
+            if missing:
+                raise ConfigError([("data.columns", f"bundled {data.bundled} has no feature(s) {missing}; its "
+                                                    f"features are {names}")])
+            X = X[:, [names.index(c) for c in data.columns]]
+        return X, y, None, None
+    assert data.train is not None and data.target is not None
+    X, y, feats = _read_table(data.train, "train", data.target, data.columns)
+    if data.validation is None:
+        return X, y, None, None
+    X_val, y_val, _ = _read_table(data.validation, "validation", data.target, tuple(feats))
+    return X, y, X_val, y_val
