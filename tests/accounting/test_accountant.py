@@ -243,3 +243,25 @@ def test_tiny_pure_budget_is_reported_as_pure_not_rounded_to_zero():
     assert acc.spent.epsilon == pytest.approx(1e-9) and acc.spent.delta == 0.0
     assert all(b.epsilon == pytest.approx(5e-10) and b.delta == 0.0 for b in acc.spent_by_phase().values())
     assert "1e-09" in repr(acc.spent)
+
+
+def test_vectorised_rdp_conversion_equals_dp_accounting():
+    """The accountant's RDP-to-epsilon conversion is dp-accounting's compute_epsilon on arrays (issue 12 speed-up)."""
+    import numpy as np
+    from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
+
+    from privtune.accounting.accountant import _rdp_epsilon
+    from privtune.accounting.rdp_math import DEFAULT_ORDERS, gaussian_rdp, laplace_rdp
+
+    orders = tuple(float(o) for o in DEFAULT_ORDERS)
+    rng = np.random.default_rng(0)
+    curves = [gaussian_rdp(np.asarray(orders), s) * k for s in (0.3, 1.0, 5.0, 50.0) for k in (1, 7, 300)]
+    curves += [laplace_rdp(np.asarray(orders), e) for e in (1e-9, 0.1, 1.0, 20.0)]
+    curves += [np.zeros(len(orders)), rng.uniform(-1e-3, 5.0, len(orders)), np.full(len(orders), np.inf)]
+    for rdp in curves:
+        for delta in (0.0, 1e-12, 1e-6, 0.01, 0.5):
+            ours = _rdp_epsilon(orders, rdp, delta)
+            theirs = compute_epsilon(list(orders), list(rdp), delta)
+            assert ours[0] == pytest.approx(float(theirs[0]), rel=1e-12, abs=0) or ours[0] == theirs[0]
+            if math.isfinite(ours[0]) and ours[0] > 0:
+                assert ours[1] == theirs[1]
