@@ -56,3 +56,18 @@ def test_accountant_on_a_sqlite_ledger_pickles_as_a_snapshot(tmp_path):
         copy.spend(LaplaceEvent(epsilon=0.25), phase="p")
     with pytest.raises(TypeError, match="cannot be pickled"):
         pickle.dumps(acc.ledger)  # the ledger alone still refuses: a connection cannot travel
+
+
+def test_configuration_errors_are_found_before_the_study_is_opened(tmp_path):
+    """Issue 12: noisy-ucb with delta = 0 and storage= used to leave a study that could never run."""
+    X, y = load_breast_cancer(return_X_y=True)
+    path = tmp_path / "s.sqlite"
+    search = PrivateSearchCV(SVC(random_state=0), {"C": Real(0.1, 100, log=True)}, method="noisy-ucb", delta=0.0,
+                             n_iter=3, validation_size=0.3, storage=str(path), study_name="s", random_state=0)
+    from privtune.exceptions import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match="delta"):
+        search.fit(X, y)
+    assert not path.exists()  # no study row, no file: the name is not poisoned
+    search.set_params(delta=1e-6).fit(X, y)  # the same name runs once the configuration is right
+    assert search.best_params_ is not None
