@@ -77,7 +77,7 @@ class DPLinearSVC(_ClippedLinearMixin, _DPMarginClassifier):
 
     _loss = "smoothed_hinge"
 
-    def __init__(self, epsilon: float = 1.0, *, solver: str = "nag-opt", C: float = 1.0,
+    def __init__(self, epsilon: float = 1.0, *, solver: str = "nag", C: float = 1.0,
                  data_norm: float = 1.0, data_norm_l2: float | None = None, smoothing: float = 1.0,
                  fit_intercept: bool = True, intercept_scaling: float = 1.0, batch_size: int | None = None,
                  max_iter: int = 20, step_scale: float = 1.0, initial_gap: float | None = None, max_slope: float = 1.0,

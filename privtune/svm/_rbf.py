@@ -116,7 +116,7 @@ class DPSVC(_DPMarginClassifier):
     _loss = "smoothed_hinge"
 
     def __init__(self, C: float = 1.0, gamma: float = 1.0, *, n_components: int = 100, epsilon: float = 1.0,
-                 solver: str = "nag-opt", smoothing: float = 1.0, fit_intercept: bool = True,
+                 solver: str = "nag", smoothing: float = 1.0, fit_intercept: bool = True,
                  intercept_scaling: float = 1.0, batch_size: int | None = None, max_iter: int = 20,
                  step_scale: float = 1.0, initial_gap: float | None = None, max_slope: float = 1.0, classes: Any = None,
                  feature_seed: int = 0,
