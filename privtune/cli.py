@@ -271,7 +271,7 @@ def _budget(args: argparse.Namespace) -> int:
                "budget": {"epsilon": cfg.search.epsilon, "delta": cfg.search.delta},
                "n_validation": m, "n_classes": k, "score_sensitivity": plan["score_sensitivity"],
                "noise": dict(plan["noise"]), "n_candidates": plan["n_candidates"],
-               "n_candidates_exact": plan["n_candidates_exact"],
+               "n_candidates_exact": plan["n_candidates_exact"], "warnings": list(plan["warnings"]),
                "training_phases": {p: b.to_dict() for p, b in plan["training_phases"].items()},
                "training_total": None if plan["training_total"] is None else plan["training_total"].to_dict(),
                "overall": plan["overall"].to_dict(),
@@ -299,6 +299,7 @@ def _budget(args: argparse.Namespace) -> int:
         "  noise of each release (score units):",
         *[f"    {name:<36s} {value:.6g}" for name, value in plan["noise"].items()],
     ]
+    lines += [f"  warning: {text}" for text in plan["warnings"]]
     if cfg.search.scoring == "balanced_accuracy" and cfg.data.n_classes is None and cfg.data.bundled is None:
         lines.append("  note: data.n_classes is not declared; the sensitivity assumes 2 classes")
     print("\n".join(lines))

@@ -49,6 +49,7 @@ __all__ = [
     "PrivacyLeakWarning",
     "InsecureRandomnessWarning",
     "AccountingWarning",
+    "LowUtilityWarning",
 ]
 
 
@@ -146,3 +147,13 @@ class InsecureRandomnessWarning(PrivtuneWarning):
 
 class AccountingWarning(PrivtuneWarning):
     """An accounting bound is valid but loose or near the edge of its range."""
+
+
+class LowUtilityWarning(PrivtuneWarning):
+    """The configuration's noise is so large that a release says little (public quantities only).
+
+    Issued before any data is read, from the privacy plan's noise scales in
+    score units against the declared score range: e.g. an exponential-mechanism
+    selection that is close to a uniformly random pick, or a released score
+    whose noise dwarfs the score range. It never depends on data.
+    """

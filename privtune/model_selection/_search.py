@@ -16,7 +16,13 @@ from sklearn.model_selection._search import BaseSearchCV
 from sklearn.utils.validation import check_array
 
 from privtune.accounting import Accountant, Budget, ComposedEvent
-from privtune.exceptions import BudgetExceededError, InvalidParameterError, LedgerError, PrivtuneError
+from privtune.exceptions import (
+    BudgetExceededError,
+    InvalidParameterError,
+    LedgerError,
+    LowUtilityWarning,
+    PrivtuneError,
+)
 from privtune.logging import get_logger
 from privtune.model_selection._scoring import BoundedScorer, make_bounded_scorer
 from privtune.model_selection._training import (
@@ -26,6 +32,7 @@ from privtune.model_selection._training import (
     training_plan,
     unaffordable_message,
 )
+from privtune.model_selection._utility import utility_warnings
 from privtune.space import Categorical, Dimension, Integer, SearchSpace, candidate_set
 from privtune.utils._random import check_random_state
 from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
@@ -524,7 +531,11 @@ class PrivateSearchCV(BaseSearchCV):
             ``None`` when training data is public), ``overall`` (the maximum over
             the disjoint roles, or their composition with ``cv``),
             ``score_sensitivity``, ``noise`` (score units), ``n_candidates``
-            and ``n_candidates_exact`` (False when an unseeded run's
+            and ``warnings`` (plain sentences when a release would carry almost
+            no information at this budget: a selection close to a random pick,
+            or noise that dwarfs the score range; ``fit`` issues them as
+            :class:`~privtune.exceptions.LowUtilityWarning` before reading any
+            data), and ``n_candidates_exact`` (False when an unseeded run's
             de-duplicated candidate count may differ from this one: integer or
             categorical dimensions and no integer ``random_state``).
 
@@ -572,6 +583,7 @@ class PrivateSearchCV(BaseSearchCV):
                 "total": total, "training_phases": train_phases, "training_total": train_total,
                 "overall": overall, "score_sensitivity": sensitivity,
                 "noise": method.noise_scales(candidates), "n_candidates": len(candidates),
+                "warnings": utility_warnings(method.noise_scales(candidates), scorer.bounds),
                 "n_candidates_exact": bool(isinstance(self.random_state, (int, np.integer)) or not any(
                     isinstance(d, (Integer, Categorical)) for d in cfg["space"].dimensions))}
 
@@ -795,6 +807,8 @@ class PrivateSearchCV(BaseSearchCV):
                     X_tr, y_tr, X_v, y_v, m, fit_params, folds=None) -> PrivateSearchCV:
         n_folds = len(folds) if folds else 1
         train_acc, train_plan, tickets = self._training_role(cfg, method, candidates, budget, n_folds)
+        for text in utility_warnings(method.noise_scales(candidates), scorer.bounds):  # before any data is read
+            warnings.warn(f"PrivateSearchCV: {text}", LowUtilityWarning, stacklevel=3)
         estimator = self.estimator
         error_score = self.error_score
 

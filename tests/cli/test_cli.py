@@ -396,3 +396,15 @@ def test_a_closed_pipe_from_the_console_script(small_config):
         result = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, timeout=300,
                                 env={**os.environ, "OMP_NUM_THREADS": "1"})
         assert "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr, result.stderr
+
+
+def test_budget_warns_when_the_release_would_say_next_to_nothing(tmp_path, capsys):
+    tiny = write_config(tmp_path, BASE_CONFIG.format(method="random").replace("epsilon = 1.0", "epsilon = 0.05"))
+    assert main(["budget", str(tiny)]) == 0
+    out = capsys.readouterr().out
+    assert "warning: the selection is close to a random pick" in out
+    assert main(["budget", str(tiny), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["warnings"]
+    normal = write_config(tmp_path, name="normal.toml")
+    assert main(["budget", str(normal)]) == 0
+    assert "warning:" not in capsys.readouterr().out
