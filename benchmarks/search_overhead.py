@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 import scipy.stats  # noqa: E402
 import sklearn  # noqa: E402
 import torch  # noqa: E402
-from sklearn.base import BaseEstimator, ClassifierMixin, clone  # noqa: E402
+from sklearn.base import BaseEstimator, ClassifierMixin  # noqa: E402
 from sklearn.datasets import load_breast_cancer  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.model_selection import PredefinedSplit, RandomizedSearchCV, train_test_split  # noqa: E402

@@ -35,6 +35,7 @@ __all__ = [
     "LipschitzRelease",
     "METHODS",
     "NoisyUCB",
+    "PrescreenedRandomSearch",
     "RandomSearch",
     "Release",
     "UCBEngine",
@@ -50,6 +51,7 @@ _LAZY = {
     "GPUCBExact": "privtune.bo.gp_ucb_exact",
     "LipschitzRelease": "privtune.bo.lipschitz",
     "NoisyUCB": "privtune.bo.noisy_ucb",
+    "PrescreenedRandomSearch": "privtune.bo.prescreen",
     "RandomSearch": "privtune.bo.random_search",
     "UCBEngine": "privtune.bo.engine",
 }
@@ -60,6 +62,7 @@ METHODS = {
     "gp-ucb-exact": "GPUCBExact",
     "lipschitz": "LipschitzRelease",
     "noisy-ucb": "NoisyUCB",
+    "prescreen": "PrescreenedRandomSearch",
     "random": "RandomSearch",
 }
 

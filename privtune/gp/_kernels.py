@@ -17,6 +17,7 @@ Nothing here is ever fitted on private scores.
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
@@ -148,6 +149,22 @@ class InputKernel:
         with torch.no_grad():
             K = self._module.forward(A, B)
         return K.numpy()
+
+    def column(self, X: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """``k2(X[i], x)`` for one point ``x`` (unchecked float64 arrays), in numpy.
+
+        The same closed forms as GPyTorch's ``MaternKernel(nu=2.5)`` /
+        ``RBFKernel`` (tested to agree within 1e-12), without a torch call: a
+        BO iteration needs one column over Λ, and torch's dispatch cost was a
+        large share of it.
+        """
+        ls = self.lengthscale_array
+        diff = (X - x[None, :]) / ls
+        sq = np.einsum("ij,ij->i", diff, diff)
+        if self.kind == "matern52":
+            r = np.sqrt(sq)
+            return (1.0 + math.sqrt(5.0) * r + (5.0 / 3.0) * sq) * np.exp(-math.sqrt(5.0) * r)
+        return np.exp(-0.5 * sq)
 
     def diag(self, X: Any) -> np.ndarray:
         """``k2(x, x) = 1`` for every row of ``X``."""

@@ -210,7 +210,7 @@ class GPPosterior:
         j = check_integer(candidate, "candidate", low=0, high=self.n_candidates - 1,
                           owner="GPPosterior.add_observation")
         x = self.X[j]
-        col = self._k2._covariance(self._X_t, self._X_t[j : j + 1])[:, 0]
+        col = self._k2.column(self.X, x)
         self._add(j, x, col, value, task, noise_var)
 
     def add_observation_at(

@@ -45,7 +45,7 @@ _logger = get_logger("privtune.model_selection")
 #: (see benchmarks/method_utility.py and the README).
 DEFAULT_METHOD = "random"
 _SENSITIVE = ("validation", "training", "both")
-_METHOD_PARAMS_WITH_SENSITIVITY = ("noisy-ucb", "random")
+_METHOD_PARAMS_WITH_SENSITIVITY = ("noisy-ucb", "random", "prescreen")
 
 
 def _as_space(search_space: Any) -> SearchSpace:
@@ -180,10 +180,14 @@ class PrivateSearchCV(BaseSearchCV):
         estimator (one that spends its own budget through an ``accountant``).
     search_space : SearchSpace or dict of {str: Real, Integer or Categorical}
         The hyperparameters to tune and their ranges (public).
-    method : {"random", "noisy-ucb", "gp-ucb", "gp-ucb-exact", "lipschitz"}, default="random"
+    method : {"random", "prescreen", "noisy-ucb", "gp-ucb", "gp-ucb-exact", "lipschitz"}, default="random"
         The release method (see :mod:`privtune.bo`); ``"gp-ucb"`` is Kusner et al.'s
         Alg. 1 (conditional guarantee). The default has an unconditional guarantee
         and the best measured utility in ``benchmarks/method_utility.py``.
+        ``"prescreen"`` (privtune's extension; public training rows only) ranks
+        candidates by cross-validation on the training rows, for free, and runs
+        ``random``'s private selection among the best (``method_params``:
+        ``screen_size``, ``screen_cv``, ``keep``).
     epsilon : float in (0, inf), default=1.0
         Total epsilon of the search for each sensitive data role. (With random
         stopping and sensitive training data, the stopped search's one event is
@@ -445,6 +449,11 @@ class PrivateSearchCV(BaseSearchCV):
                     f"sensitive='both' and a privtune DP estimator. Got sensitive={self.sensitive!r}; pass X_val "
                     "(or use validation_size) for a validation-only search.")
         training_sensitive = self.sensitive in ("training", "both")
+        if self.method == "prescreen" and (self.sensitive != "validation" or self.cv is not None):
+            raise InvalidParameterError(
+                "method='prescreen' scores candidates by cross-validation on the training rows without privacy, so "
+                "it needs public training rows: sensitive='validation' and no cv. Got "
+                f"sensitive={self.sensitive!r}, cv={self.cv!r}; use method='random' here.")
         if training_sensitive:
             cfg["tags"] = check_training_estimator(self.estimator, owner=owner)
             if self.method == "lipschitz":
@@ -593,7 +602,7 @@ class PrivateSearchCV(BaseSearchCV):
         Checked from public quantities before anything is spent (``n_built``: the
         size of the de-duplicated candidate set once built).
         """
-        if self.method != "random" or cfg.get("stopping"):
+        if self.method not in ("random", "prescreen") or cfg.get("stopping"):
             return
         bound = min(cfg["n_candidates"] + n_grid, _max_distinct_candidates(cfg["space"]))
         if n_built is not None:
@@ -780,6 +789,8 @@ class PrivateSearchCV(BaseSearchCV):
             candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=self.candidate_grid,
                                        random_state=np.random.default_rng(seeds[1]))
             self._check_random_coverage(cfg, len(self.candidate_grid or ()), len(candidates))
+            if self.method == "prescreen":  # public training rows only: free, and reproducible from the seeds
+                candidates = self._prescreen(method, scorer, candidates, X_tr, y_tr, seeds, fit_params)
             if study is not None:
                 journal = study.journal()
                 accountant = Accountant(budget, ledger=study.ledger)
@@ -790,6 +801,54 @@ class PrivateSearchCV(BaseSearchCV):
         finally:
             if study is not None:
                 study.close()
+
+    def _prescreen(self, method: Any, scorer: Any, candidates: Any, X_tr: Any, y_tr: Any, seeds: list[int],
+                   fit_params: Mapping[str, Any]) -> Any:
+        """``method="prescreen"``: the candidates the private selection runs over, from public training rows only.
+
+        A data-independent random subset of ``screened`` candidates is scored by
+        k-fold cross-validation on the training rows (never the validation
+        rows), and the ``kept`` best form the candidate set of the selection
+        (ties keep candidate order). A candidate whose fit or scoring fails on
+        the training rows scores the lower bound. Everything here is a function
+        of public data and the stored seeds, so a resumed study rebuilds the
+        same set.
+        """
+        from sklearn.model_selection import KFold
+
+        from privtune.space._candidates import CandidateSet
+
+        n_screen, n_keep = method.sizes(len(candidates))
+        rng = np.random.default_rng([seeds[1], 7])
+        screened = np.sort(rng.permutation(len(candidates))[:n_screen])
+        folds = list(KFold(n_splits=method.screen_cv, shuffle=True,
+                           random_state=int(rng.integers(2**31))).split(X_tr))
+
+        def public_score(i: int) -> float:
+            scores = []
+            for tr, va in folds:
+                est = clone(self.estimator).set_params(**candidates[int(i)])
+                try:
+                    est.fit(X_tr[tr], y_tr[tr], **fit_params)
+                    v = float(scorer.score_public(est, X_tr[va], y_tr[va]))
+                except Exception:  # noqa: BLE001 - public data: a failing candidate just ranks last
+                    v = scorer.bounds[0]
+                scores.append(v if np.isfinite(v) else scorer.bounds[0])
+            return float(np.mean(scores))
+
+        if self.n_jobs in (None, 1):
+            public = [public_score(int(i)) for i in screened]
+        else:
+            from joblib import Parallel, delayed
+
+            public = list(Parallel(n_jobs=self.n_jobs)(delayed(public_score)(int(i)) for i in screened))
+        best = screened[np.argsort(-np.asarray(public), kind="stable")[:n_keep]]
+        kept = np.sort(best)
+        method.screen_info = {"screened": int(n_screen), "kept": int(n_keep), "cv_folds": int(method.screen_cv),
+                              "on": "the public training rows only (no privacy cost)"}
+        space = candidates.space
+        codes = [c[kept] for c in candidates._codes]
+        return CandidateSet._from_codes(space, codes)
 
     def _public_config(self, cfg: dict[str, Any], m: int, train_shape: tuple[int, ...]) -> dict[str, Any]:
         """What a study stores and compares on resume: public quantities only (no data, no hash of it)."""

@@ -226,7 +226,10 @@ class TuningReport:
                         "seed": seed, "names": names, "points": points,
                         "points_truncated": len(cands) > MAX_STORED_CANDIDATES, "selected_index": rel.index,
                         "source": ("scrambled Sobol design (seeded by the search's random_state, its second "
-                                   "numpy stream) after any user grid; data-independent")},
+                                   "numpy stream) after any user grid; data-independent"
+                                   + ("; then the best of a random subset of it, ranked by cross-validation on the "
+                                      "public training rows (independent of the sensitive validation rows)"
+                                      if rel.method == "prescreen" else ""))},
             guarantee={"label": rel.guarantee, "statement": GUARANTEE_STATEMENTS.get(rel.guarantee, "")},
             budget={"total": {"epsilon": conf["epsilon"], "delta": conf["delta"]},
                     "spent": rep["privacy_spent"], "by_phase": rep["spent_by_phase"]},

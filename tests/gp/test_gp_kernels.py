@@ -143,3 +143,19 @@ def test_task_indices_are_checked():
             mk(bad, X, [0], X)
     with pytest.raises(InvalidParameterError):
         MultiTaskKernel(TaskKernel(0.9), InputKernel(0.3))
+
+
+@pytest.mark.parametrize("kind", ["matern52", "rbf"])
+@pytest.mark.parametrize("lengthscale", [0.2, (0.1, 0.5, 1.0)])
+def test_numpy_column_equals_gpytorch(kind, lengthscale):
+    """InputKernel.column (numpy, the BO loop's hot path) agrees with GPyTorch's kernel within 1e-12."""
+    import torch
+
+    rng = np.random.default_rng(3)
+    k = InputKernel(lengthscale, kind=kind)
+    X = rng.random((400, 3))
+    for j in (0, 17, 399):
+        ours = k.column(X, X[j])
+        theirs = k._covariance(torch.from_numpy(X), torch.from_numpy(X[j:j + 1]))[:, 0]
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-12)
+        assert ours[j] == pytest.approx(1.0, abs=1e-15)
