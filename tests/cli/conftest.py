@@ -1,62 +1,11 @@
-"""Shared helpers of the command-line tests: small, fast configurations written to a temporary directory."""
+"""Fixtures of the command-line tests."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
-
-BASE_CONFIG = """
-[estimator]
-class = "sklearn.svm.SVC"
-params = {{ random_state = 0 }}  # SVC would otherwise draw from numpy's global RNG
-pipeline_scaler = "standard"
-
-[search_space]
-C = {{ type = "real", low = 0.1, high = 100.0, log = true }}
-gamma = {{ type = "real", low = 1e-4, high = 1.0, log = true }}
-
-[data]
-bundled = "breast_cancer"
-validation_size = 0.3
-
-[search]
-method = "{method}"
-epsilon = 1.0
-delta = 1e-6
-n_iter = 4
-n_candidates = 16
-random_state = 3
-
-[storage]
-path = "study.sqlite"
-
-[report]
-json = "out/report.json"
-html = "out/report.html"
-markdown = "out/report.md"
-"""
-
-
-def write_config(directory: Path, text: str | None = None, *, name: str = "small.toml",
-                 method: str = "random") -> Path:
-    """Write a configuration file (the small bundled-data one by default) and return its path."""
-    path = directory / name
-    path.write_text(textwrap.dedent(text) if text is not None else BASE_CONFIG.format(method=method))
-    return path
-
-
-def write_csv(path: Path, n: int, *, seed: int, garbage: bool = False) -> None:
-    """A tiny two-class CSV (header x0,x1,x2,label); ``garbage`` fills every value with non-numbers."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 3))
-    y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
-    lines = ["x0,x1,x2,label"]
-    for row, label in zip(X, y, strict=True):
-        lines.append("???,###,!!!,?" if garbage else ",".join(f"{v:.6f}" for v in row) + f",{label}")
-    path.write_text("\n".join(lines) + "\n")
+from cli_helpers import write_config
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import BASE_CONFIG, write_config, write_csv
+from cli_helpers import BASE_CONFIG, write_config, write_csv
 
 from privtune.accounting import SQLiteLedger
 from privtune.cli import main
