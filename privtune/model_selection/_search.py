@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import math
 import sys
 import time
@@ -987,15 +988,31 @@ class PrivateSearchCV(BaseSearchCV):
         data_driven = method.name in _RAW_TRAJECTORY or cfg["stopping"]
         self.search_time_ = None if data_driven else search_seconds
         self.summary_ = self._report(cfg, release, scorer, m, X_tr.shape[0])
-        from privtune.report import TuningReport
-
-        self.report_ = TuningReport.from_search(self)
+        self._finished_utc = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        self._report_cache = None  # report_ is built on first access (a study stores it now)
         if study is not None:
             study.save_report(self.report_.to_dict())
             self.study_ = {"storage": study.storage.path, "study_name": study.name}
         _logger.info("private search done: method=%s, guarantee=%s, epsilon spent %.4g", method.name,
                      release.guarantee, self.privacy_spent_["overall"].epsilon)
         return self
+
+    @property
+    def report_(self) -> Any:
+        """The tuning report (:class:`privtune.report.TuningReport`), built from the fitted attributes.
+
+        Built on first access and kept (a search that stores a study builds it
+        in ``fit``); its ``created_utc`` is the time ``fit`` finished.
+        """
+        if not hasattr(self, "release_"):
+            raise AttributeError("report_: this PrivateSearchCV is not fitted yet; call fit first.")
+        report = self.__dict__.get("_report_cache")
+        if report is None:
+            from privtune.report import TuningReport
+
+            report = TuningReport.from_search(self)
+            self._report_cache = report
+        return report
 
     def _training_role(self, cfg: dict[str, Any], method: Any, candidates: Any, budget: Budget,
                        n_folds: int = 1) -> tuple[Accountant | None, list[Any], FitTickets | None]:

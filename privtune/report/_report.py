@@ -202,7 +202,8 @@ class TuningReport:
         seed = _int_seed(getattr(search, "random_state", None)) if rel.seeded else None
         rel_dict = rel.to_dict()
         timings: dict[str, Any] = {
-            "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+            "created_utc": getattr(search, "_finished_utc", None)
+            or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
         # Only timings of work on public data: the refit on public training rows (refit_time_ is None when the
         # training rows are sensitive). The search's own time is never released: scoring sensitive rows (their
         # row-isolation fallback), a raw-score trajectory or a secret number of runs can make it depend on a row.

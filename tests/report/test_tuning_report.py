@@ -268,3 +268,23 @@ def test_report_leads_with_the_clipped_release_and_warns_when_noise_dwarfs_the_r
     generous = PrivateSearchCV(SVC(random_state=0), {"C": Real(0.1, 100, log=True)}, epsilon=5.0, n_iter=5,
                                validation_size=0.5, random_state=5).fit(X, y)
     assert "almost no information" not in generous.report_.to_markdown()
+
+
+def test_report_is_built_on_first_access_and_kept():
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.svm import SVC
+
+    from privtune import PrivateSearchCV
+    from privtune.space import Real
+
+    X, y = load_breast_cancer(return_X_y=True)
+    search = PrivateSearchCV(SVC(random_state=0), {"C": Real(0.1, 100, log=True)}, n_iter=4,
+                             validation_size=0.3, random_state=2)
+    with pytest.raises(AttributeError, match="not fitted"):
+        search.report_
+    search.fit(X, y)
+    first = search.report_
+    assert search.report_ is first  # built once
+    assert first.timings["created_utc"] == search._finished_utc  # the time fit finished, not of the access
+    search.fit(X, y)
+    assert search.report_ is not first  # a new fit, a new report
