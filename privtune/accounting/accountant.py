@@ -316,6 +316,8 @@ class _State:
         allopts = [o for o in allopts if o[1] <= delta_budget * (1 + BUDGET_RTOL)]
         if not allopts:
             return (math.inf, delta_budget, "none")
+        if epsilon_ceiling is not None and any(fits(o) for o in allopts):
+            return _best([o for o in allopts if fits(o)])  # a check: any bound within the ceiling will do
         return _best(allopts)
 
 

@@ -907,9 +907,9 @@ class PrivateSearchCV(BaseSearchCV):
         # (released) iteration; ``random`` with the exponential selection counts the evaluations of its fixed,
         # data-independent batch when they run in this process. Random stopping shows nothing: its number of
         # runs K is secret.
-        counts = (method.name == "random" and getattr(method, "selection", None) == "exponential"
-                  and mapper is None)
-        shown = cfg["verbose"] >= 1 and (method.name != "random" or counts)
+        batch = method.name in ("random", "prescreen")  # a fixed batch, then the selection: records come last
+        counts = batch and getattr(method, "selection", None) == "exponential" and mapper is None
+        shown = cfg["verbose"] >= 1 and (not batch or counts)
         progress = _Progress((method.max_evaluations(candidates) or cfg["n_iter"]) if counts else cfg["n_iter"],
                              shown)
         if counts and shown:
@@ -924,7 +924,7 @@ class PrivateSearchCV(BaseSearchCV):
         user_callbacks = list(self.callbacks or [])
 
         def callback(record: Any) -> bool:
-            if method.name != "random":  # random's records all arrive after its batch (counted above)
+            if not batch:  # random's records all arrive after its batch (counted above)
                 progress(record)
             if cfg["verbose"] >= 2:
                 _logger.info("iteration %d: epsilon spent %.4g, released score %s", record.iteration,

@@ -281,7 +281,7 @@ def test_report_is_built_on_first_access_and_kept():
     search = PrivateSearchCV(SVC(random_state=0), {"C": Real(0.1, 100, log=True)}, n_iter=4,
                              validation_size=0.3, random_state=2)
     with pytest.raises(AttributeError, match="not fitted"):
-        search.report_
+        _ = search.report_
     search.fit(X, y)
     first = search.report_
     assert search.report_ is first  # built once

@@ -1,0 +1,263 @@
+"""The privacy-utility study (issue 11): every release method against baselines, at equal budgets.
+
+Part A -- validation rows sensitive, training rows public. Tasks (nothing downloaded): an RBF ``SVC``
+(C, gamma on log scales; inputs standardised inside the model) on breast cancer, digits (10 classes),
+wine and a synthetic set with m = 2 000 validation rows. One fixed candidate set of 64 Sobol points per
+task (given as ``candidate_grid``) so that the seeds vary the privacy noise only; fits and predictions
+are memoised (they are the same in every cell). Methods: ``random`` (default), ``prescreen``,
+``noisy-ucb``, ``gp-ucb`` (Kusner et al. Alg. 1; conditional guarantee). Baselines: the *ceiling*
+(non-private selection among the 64 by validation accuracy), *non-private random search* (the best by
+validation accuracy of ``n_iter`` random candidates, median over seeds) and the *floor* (a uniformly
+random candidate). ε ∈ {0.1, 0.3, 1, 3, 10}, δ = 1e-6, n_iter ∈ {10, 30}, 20 seeds per cell. Reported:
+test accuracy of the released choice (median, 10th percentile), regret against the ceiling in points
+(median, 90th percentile), and |released score - true validation score| (median).
+
+Part B -- training and validation rows sensitive (``sensitive="both"``), total ε ∈ {0.3, 1, 3} for each
+role: ``DPLogisticRegression``, ``DPLinearSVC`` and ``DPSVC`` at their defaults tuned over C with
+``method="random"``, n_iter = 5, the per-fit ε the largest whose up-front training plan (5 fits + refit,
+composed through RDP) fits the budget; breast cancer and a 5 000-row synthetic set (rows scaled to unit
+norm, a public bound); 20 seeds; test accuracy of the refit model, the share of seeds that return the
+majority-class model, and the non-private ``LogisticRegression`` ceiling.
+
+Not covered (see the issue): a ``HistGradientBoostingClassifier`` task, m = 20 000, random stopping
+with DP trainers, peer libraries.
+
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/privacy_utility.py [--seeds 20] [--quick]``.
+Writes ``benchmarks/results/privacy_utility.{json,md,png}``.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+from sklearn.base import BaseEstimator, ClassifierMixin  # noqa: E402
+from sklearn.datasets import load_breast_cancer, load_digits, load_wine, make_classification  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+from sklearn.svm import SVC  # noqa: E402
+
+import privtune  # noqa: E402
+from privtune import PrivateSearchCV  # noqa: E402
+from privtune.accounting import compose_events  # noqa: E402
+from privtune.linear_model import DPLogisticRegression  # noqa: E402
+from privtune.space import Real, SearchSpace, candidate_set  # noqa: E402
+from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "results"
+SPACE = {"C": Real(1e-2, 1e3, log=True), "gamma": Real(1e-5, 1e1, log=True)}
+EPS = (0.1, 0.3, 1.0, 3.0, 10.0)
+N_ITERS = (10, 30)
+METHODS = ("random", "prescreen", "noisy-ucb", "gp-ucb")
+_FITS: dict = {}
+_PREDS: dict = {}
+
+
+def _key(X) -> str:
+    return hashlib.sha1(np.ascontiguousarray(X).tobytes()).hexdigest()
+
+
+class MemoSVC(ClassifierMixin, BaseEstimator):
+    """``make_pipeline(StandardScaler(), SVC(C, gamma))`` with memoised fits and predictions."""
+
+    def __init__(self, C: float = 1.0, gamma: float = 1.0) -> None:
+        self.C = C
+        self.gamma = gamma
+
+    def fit(self, X, y):
+        self.key_ = (self.C, self.gamma, _key(X))
+        if self.key_ not in _FITS:
+            _FITS[self.key_] = make_pipeline(StandardScaler(), SVC(C=self.C, gamma=self.gamma)).fit(X, y)
+        self.classes_ = _FITS[self.key_].classes_
+        return self
+
+    def predict(self, X):
+        k = (self.key_, _key(X))
+        if k not in _PREDS:
+            _PREDS[k] = _FITS[self.key_].predict(X)
+        return _PREDS[k]
+
+
+def tasks(quick: bool):
+    yield "breast cancer", load_breast_cancer(return_X_y=True), 0.5
+    if quick:
+        return
+    yield "digits (10 classes)", load_digits(return_X_y=True), 0.5
+    yield "wine (3 classes)", load_wine(return_X_y=True), 0.5
+    X, y = make_classification(n_samples=3500, n_features=20, n_informative=6, flip_y=0.05, random_state=0)
+    yield "synthetic (m = 2 000)", (X, y), 2000 / 2800
+
+
+def part_a(seeds: int, quick: bool) -> list[dict]:
+    grid = candidate_set(SearchSpace(SPACE), 64, random_state=0).params
+    rows = []
+    for name, (X, y), val_share in tasks(quick):
+        Xa, Xte, ya, yte = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
+        Xtr, Xva, ytr, yva = train_test_split(Xa, ya, test_size=val_share, random_state=0, stratify=ya)
+        val = np.array([MemoSVC(**p).fit(Xtr, ytr).score(Xva, yva) for p in grid])
+        test = {tuple(sorted(p.items())): MemoSVC(**p).fit(Xtr, ytr).score(Xte, yte) for p in grid}
+        tests = np.array([test[tuple(sorted(p.items()))] for p in grid])
+        ceiling = float(tests[int(np.argmax(val))])
+        floor = float(np.median(tests))
+        rng = np.random.default_rng(0)
+        for n_iter in N_ITERS:
+            picks = [rng.permutation(len(grid))[:n_iter] for _ in range(200)]
+            nonpriv_random = float(np.median([tests[p[int(np.argmax(val[p]))]] for p in picks]))
+            for eps in EPS:
+                for method in METHODS:
+                    accs, errs = [], []
+                    for s in range(seeds):
+                        search = PrivateSearchCV(MemoSVC(), SPACE, method=method, epsilon=eps, delta=1e-6,
+                                                 n_iter=n_iter, n_candidates=1, candidate_grid=grid, refit=False,
+                                                 random_state=50_000 + s)
+                        search.fit(Xtr, ytr, X_val=Xva, y_val=yva)
+                        p = search.best_params_
+                        k = tuple(sorted(p.items()))
+                        accs.append(test[k] if k in test else MemoSVC(**p).fit(Xtr, ytr).score(Xte, yte))
+                        true_val = MemoSVC(**p).fit(Xtr, ytr).score(Xva, yva)
+                        errs.append(abs(search.release_.score - true_val))
+                    regret = 100 * (ceiling - np.asarray(accs))
+                    row = {"task": name, "m": int(len(yva)), "n_iter": n_iter, "epsilon": eps, "method": method,
+                           "test_median": float(np.median(accs)), "test_p10": float(np.percentile(accs, 10)),
+                           "regret_median": float(np.median(regret)), "regret_p90": float(np.percentile(regret, 90)),
+                           "score_error_median": float(np.median(errs)), "ceiling": ceiling, "floor": floor,
+                           "nonprivate_random": nonpriv_random}
+                    rows.append(row)
+                    print(f"A {name[:16]:16s} m={row['m']:5d} T={n_iter:2d} eps={eps:<4g} {method:9s} "
+                          f"regret {row['regret_median']:5.1f} (p90 {row['regret_p90']:5.1f}) "
+                          f"score err {row['score_error_median']:.3g}", flush=True)
+    return rows
+
+
+def _per_fit_epsilon(cls, total: float, n_fits: int) -> float:
+    """The largest per-fit epsilon whose n_fits Gaussian fits compose (RDP) to at most ``total`` (bisection)."""
+    lo, hi = 1e-4, total
+    for _ in range(40):
+        mid = (lo * hi) ** 0.5
+        event = cls(epsilon=mid, classes=[0, 1])._fit_privacy_event()
+        spent = compose_events([event] * n_fits, delta=1e-6).epsilon
+        lo, hi = (mid, hi) if spent <= total * 0.999 else (lo, mid)
+    return lo
+
+
+def part_b(seeds: int, quick: bool) -> list[dict]:
+    rows = []
+    data = [("breast cancer", load_breast_cancer(return_X_y=True))]
+    if not quick:
+        data.append(("synthetic 5 000", make_classification(n_samples=5000, n_features=20, n_informative=8,
+                                                            random_state=0)))
+    estimators = {"DPLogisticRegression": DPLogisticRegression, "DPLinearSVC": DPLinearSVC, "DPSVC": DPSVC}
+    for name, (X, y) in data:
+        X = StandardScaler().fit_transform(X)  # public preprocessing for the benchmark
+        X = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+        Xa, Xte, ya, yte = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
+        Xtr, Xva, ytr, yva = train_test_split(Xa, ya, test_size=0.3, random_state=0, stratify=ya)
+        ceiling = LogisticRegression().fit(Xtr, ytr).score(Xte, yte)
+        majority = max(np.mean(yte), 1 - np.mean(yte))
+        for est_name, cls in estimators.items():
+            for total in (0.3, 1.0, 3.0):
+                per_fit = _per_fit_epsilon(cls, total, 6)
+                accs = []
+                for s in range(seeds):
+                    search = PrivateSearchCV(cls(epsilon=per_fit, classes=[0, 1]), {"C": Real(1e-2, 1e2, log=True)},
+                                             sensitive="both", epsilon=total, delta=1e-6, n_iter=5, n_candidates=64,
+                                             random_state=70_000 + s)
+                    search.fit(Xtr, ytr, X_val=Xva, y_val=yva)
+                    accs.append(search.best_estimator_.score(Xte, yte))
+                accs = np.asarray(accs)
+                row = {"task": name, "estimator": est_name, "epsilon_total": total, "per_fit_epsilon": per_fit,
+                       "test_median": float(np.median(accs)), "test_p10": float(np.percentile(accs, 10)),
+                       "regret_median": float(100 * (ceiling - np.median(accs))),
+                       "majority_share": float(np.mean(np.abs(accs - majority) < 1e-9)),
+                       "ceiling": ceiling, "majority": majority}
+                rows.append(row)
+                print(f"B {name[:16]:16s} {est_name:20s} eps={total:<4g} per-fit {per_fit:.3f} test "
+                      f"{row['test_median']:.3f} (p10 {row['test_p10']:.3f}) majority share "
+                      f"{row['majority_share']:.2f} | ceiling {ceiling:.3f}", flush=True)
+    return rows
+
+
+def render(meta, a_rows, b_rows) -> str:
+    L = ["# Privacy-utility study (issue 11)\n",
+         f"Run {meta['run']}, {meta['platform']}, privtune {meta['privtune']}, {meta['seeds']} seeds per cell, "
+         f"{meta['seconds']:.0f} s. `python benchmarks/privacy_utility.py`. Regret: points of test accuracy "
+         "against non-private selection among the same 64 candidates (negative: the released choice tested "
+         "better). Score error: |released - true validation score|.\n",
+         "## A. Validation rows sensitive (RBF SVC)\n",
+         "| task | m | n_iter | ε | method | regret median | regret p90 | test median | test p10 | score error | "
+         "non-private random search | ceiling | floor |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in a_rows:
+        L.append(f"| {r['task']} | {r['m']} | {r['n_iter']} | {r['epsilon']:g} | {r['method']} | "
+                 f"{r['regret_median']:.1f} | {r['regret_p90']:.1f} | {r['test_median']:.3f} | {r['test_p10']:.3f} | "
+                 f"{r['score_error_median']:.3g} | {r['nonprivate_random']:.3f} | {r['ceiling']:.3f} | "
+                 f"{r['floor']:.3f} |")
+    L += ["", "## B. Training and validation rows sensitive (`sensitive=\"both\"`, method `random`, n_iter = 5)\n",
+          "| task | estimator | ε per role | per-fit ε | test median | test p10 | regret median | majority-model "
+          "share | non-private LR |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in b_rows:
+        L.append(f"| {r['task']} | {r['estimator']} | {r['epsilon_total']:g} | {r['per_fit_epsilon']:.3f} | "
+                 f"{r['test_median']:.3f} | {r['test_p10']:.3f} | {r['regret_median']:.1f} | "
+                 f"{r['majority_share']:.2f} | {r['ceiling']:.3f} |")
+    return "\n".join(L) + "\n"
+
+
+def plot(a_rows, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks_ = list(dict.fromkeys(r["task"] for r in a_rows))
+    fig, axes = plt.subplots(1, len(tasks_), figsize=(4.2 * len(tasks_), 3.6), squeeze=False)
+    for ax, task in zip(axes[0], tasks_, strict=True):
+        for method in METHODS:
+            pts = [(r["epsilon"], r["regret_p90"]) for r in a_rows
+                   if r["task"] == task and r["method"] == method and r["n_iter"] == 30]
+            if pts:
+                ax.plot(*zip(*pts, strict=True), marker="o", label=method)
+        ax.set_xscale("log")
+        ax.set_title(f"{task}, n_iter = 30", fontsize=9)
+        ax.set_xlabel("ε")
+        ax.set_ylabel("90th-percentile regret (points)")
+        ax.axhline(0, color="#999", linewidth=0.8)
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--quick", action="store_true", help="breast cancer only, a smoke run; writes nothing")
+    args = ap.parse_args()
+    warnings.filterwarnings("ignore")
+    t0 = time.perf_counter()
+    a_rows = part_a(args.seeds, args.quick)
+    b_rows = part_b(args.seeds, args.quick)
+    meta = {"run": time.strftime("%Y-%m-%d %H:%M"), "platform": platform.platform(), "privtune": privtune.__version__,
+            "seeds": args.seeds, "seconds": time.perf_counter() - t0}
+    md = render(meta, a_rows, b_rows)
+    if args.quick:
+        print(md)
+        return
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "privacy_utility.json").write_text(json.dumps({"meta": meta, "A": a_rows, "B": b_rows}, indent=1))
+    (OUT / "privacy_utility.md").write_text(md)
+    plot(a_rows, OUT / "privacy_utility.png")
+    print(f"wrote {OUT / 'privacy_utility.md'} in {meta['seconds']:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
