@@ -30,6 +30,7 @@ import os
 import sys
 import time
 import uuid
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -235,6 +236,7 @@ def _tune(args: argparse.Namespace) -> int:
         f"  released {search.scorer_.name}: "
         + ("(none)" if search.best_score_ is None else f"{search.best_score_:.4f}")
         + f" (noise std {search.release_.noise.get('score_noise_std', float('nan')):.3g})",
+        *_verdict_lines(search),
         "  budget spent per phase:",
         *_budget_lines(search.accountant_.spent_by_phase(), spent["validation"]),
         *([f"    {'training fits':<15s} epsilon = {spent['training'].epsilon:.6g}, delta = "
@@ -255,6 +257,14 @@ def _tune(args: argparse.Namespace) -> int:
     lines.append(f"  finished in {time.perf_counter() - t0:.1f} s")
     print("\n".join(lines))
     return EXIT_OK
+
+
+def _verdict_lines(search: Any) -> list[str]:
+    """The report's plain-words verdict when the released score's noise dwarfs the score range (public)."""
+    from privtune.report._tables import score_verdict
+
+    verdict = score_verdict(search.report_)
+    return [f"  warning: {verdict}"] if verdict else []
 
 
 # -- budget -------------------------------------------------------------------------------------------
@@ -390,6 +400,7 @@ def _demo(args: argparse.Namespace) -> int:
         f"gamma = {search.best_params_['svc__gamma']:.4g}",
         f"  released validation accuracy: {search.best_score_:.4f}"
         f" (noise std {search.release_.noise.get('score_noise_std', float('nan')):.3g})",
+        *_verdict_lines(search),
         "  budget spent per phase:",
         *_budget_lines(search.accountant_.spent_by_phase(), spent["overall"]),
         f"  total: epsilon = {spent['overall'].epsilon:.4g}, delta = {spent['overall'].delta:.3g} "
@@ -440,7 +451,7 @@ def _parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("demo", help="tune an RBF SVM on bundled breast-cancer data with a sensitive validation set")
     d.add_argument("--method", default="random",
-                   choices=["random", "noisy-ucb", "gp-ucb"],
+                   choices=["random", "prescreen", "noisy-ucb", "gp-ucb"],
                    help="release method (default: random)")
     d.add_argument("--epsilon", type=float, default=1.0, help="total epsilon (default: 1.0)")
     d.add_argument("--delta", type=float, default=1e-6, help="total delta (default: 1e-6)")
@@ -470,9 +481,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         The exit status: 0 success, 2 invalid input (nothing spent), 130 interrupted.
     """
     from privtune.config import ConfigError
-    from privtune.exceptions import PrivtuneError
+    from privtune.exceptions import PrivtuneError, PrivtuneWarning
 
     args = _parser().parse_args(argv)
+    shown = warnings.showwarning
+
+    def show(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        if issubclass(category, PrivtuneWarning):  # one plain line, not Python's file:line format
+            print(f"privtune: warning: {message}", file=sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
     try:
         status = int(args.func(args))
         sys.stdout.flush()  # a closed pipe shows up here, inside the handler, not at interpreter exit
@@ -497,6 +517,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (OSError, ValueError):
             pass
         return EXIT_BROKEN_PIPE
+    finally:
+        warnings.showwarning = shown
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -326,12 +326,12 @@ def _best(options: list[tuple[float, float, str]]) -> tuple[float, float, str]:
 
     All options are valid bounds on the same mechanism, so any choice is sound;
     the tie-break keeps a pure-DP run reported as (eps, 0) rather than as
-    (eps - 1e-6, delta). "Near" is within a relative 1e-4 of the smallest
+    (eps - 1e-6, delta). "Near" is within a relative 1e-3 of the smallest
     epsilon, or within the delta the option saves (so that a tiny pure budget,
     epsilon = 1e-9, is reported as (1e-9, 0), not as (0, 1e-6)).
     """
     best = min(options, key=lambda o: (o[0], o[1]))
-    near = [o for o in options if o[0] <= best[0] * (1 + 1e-4) + max(0.0, best[1] - o[1])]
+    near = [o for o in options if o[0] <= best[0] * (1 + 1e-3) + max(0.0, best[1] - o[1])]
     return min(near, key=lambda o: (o[1], o[0]))
 
 

@@ -408,3 +408,17 @@ def test_budget_warns_when_the_release_would_say_next_to_nothing(tmp_path, capsy
     normal = write_config(tmp_path, name="normal.toml")
     assert main(["budget", str(normal)]) == 0
     assert "warning:" not in capsys.readouterr().out
+
+
+def test_privtune_warnings_print_as_one_plain_line(tmp_path, capsys):
+    import warnings
+
+    from privtune.exceptions import LowUtilityWarning
+
+    tiny = write_config(tmp_path, BASE_CONFIG.format(method="random").replace("epsilon = 1.0", "epsilon = 0.05"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", LowUtilityWarning)  # the test configuration ignores it
+        assert main(["tune", str(tiny), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "privtune: warning: PrivateSearchCV: the selection is close to a random pick" in err
+    assert "LowUtilityWarning" not in err and ".py:" not in err  # not Python's file:line format
