@@ -64,7 +64,7 @@ from privtune.accounting._conversion import dp_relation, pld_supported, to_pld, 
 from privtune.accounting.budget import Budget
 from privtune.accounting.events import RELATIONS, ComposedEvent, GaussianEvent, PrivacyEvent, SelfComposedEvent
 from privtune.accounting.ledger import InMemoryLedger, Ledger, LedgerEntry
-from privtune.accounting.rdp_math import DEFAULT_ORDERS, gaussian_epsilon_exact
+from privtune.accounting.rdp_math import DEFAULT_ORDERS, gaussian_epsilon_exact, rdp_to_epsilon
 from privtune.exceptions import BudgetExceededError, InvalidParameterError, UnsupportedEventError
 
 __all__ = ["Accountant", "Reservation", "compose_events", "BUDGET_RTOL"]
@@ -95,30 +95,15 @@ class _Sums:
         return _Sums(list(self.eps), list(self.delta), self.valid)
 
 
-def _rdp_epsilon(orders: tuple[float, ...], rdp: np.ndarray, delta: float) -> tuple[float, float]:
-    """dp-accounting's ``compute_epsilon`` (RDP to (epsilon, delta), Canonne et al. / Asoodeh et al.), on arrays.
-
-    The same case analysis per order, vectorised (dp-accounting loops in
-    Python, and a search asks for it at every iteration); tested to agree
-    with dp-accounting exactly.
-    """
-    if delta < 0:
-        raise ValueError(f"Delta cannot be negative. Found {delta}.")
-    r = np.asarray(rdp, dtype=np.float64)
-    if delta == 0:
-        return (0.0, 0.0) if np.all(r == 0) else (math.inf, 0.0)
-    a = np.asarray(orders, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        general = r + np.log1p(-1.0 / a) - np.log(delta * a) / (a - 1.0)
-        eps = np.where(r < 0, 0.0,
-                       np.where(delta**2 + np.expm1(-r) > 0, 0.0,
-                                np.where(a > 1.01, general, np.inf)))
-    i = int(np.argmin(eps))
-    return max(0.0, float(eps[i])), float(a[i])
-
-
-@functools.lru_cache(maxsize=4096)
 def _rdp_curve(event: PrivacyEvent, orders: tuple[float, ...], relation: str) -> np.ndarray | None:
+    """The RDP curve of one event (cached per immutable event; computed afresh for an unhashable one)."""
+    try:
+        return _rdp_curve_cached(event, orders, relation)
+    except TypeError:  # a field holding a list: not hashable, not cacheable
+        return _rdp_curve_of(event, orders, relation)
+
+
+def _rdp_curve_of(event: PrivacyEvent, orders: tuple[float, ...], relation: str) -> np.ndarray | None:
     """The RDP curve of one event over ``orders`` (dp-accounting's), or None if RDP cannot bound it.
 
     Events are immutable, so their curves are computed once and cached: a
@@ -136,6 +121,9 @@ def _rdp_curve(event: PrivacyEvent, orders: tuple[float, ...], relation: str) ->
     curve = np.array(acc._rdp, dtype=np.float64)  # dp-accounting keeps the composed curve here  # noqa: SLF001
     curve.setflags(write=False)
     return curve
+
+
+_rdp_curve_cached = functools.lru_cache(maxsize=4096)(_rdp_curve_of)
 
 
 class _State:
@@ -270,8 +258,8 @@ class _State:
             if self.rdp_count == 0:
                 out.append((eps_f, delta_f, "rdp"))
             elif delta_budget - delta_f > 0:
-                out.append((eps_f + _rdp_epsilon(self.orders, self.rdp, delta_budget - delta_f)[0], delta_budget,
-                            "rdp"))
+                out.append((eps_f + rdp_to_epsilon(np.asarray(self.orders), self.rdp, delta_budget - delta_f),
+                            delta_budget, "rdp"))
         if "gaussian" in self.methods and self.gauss_fixed.valid and self.gauss_precision > 0:
             eps_f, delta_f = self.gauss_fixed.total()
             if delta_budget - delta_f > 0:

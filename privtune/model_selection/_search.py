@@ -135,27 +135,22 @@ class _Progress:
     def __init__(self, total: int, enabled: bool) -> None:
         self.total, self.enabled, self.start = total, enabled, time.perf_counter()
 
-    def __call__(self, record: Any) -> None:
+    def _draw(self, done: int, text: str) -> None:
         if not self.enabled:
             return
-        done = record.iteration
         width = 24
         filled = int(width * min(done, self.total) / max(self.total, 1))
-        sys.stderr.write(f"\r[privtune] [{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} "
-                         f"eps spent {record.epsilon_spent:.3g} ({time.perf_counter() - self.start:.1f} s)")
-        if done >= self.total:
-            sys.stderr.write("\n")
+        sys.stderr.write(f"\r[privtune] [{'#' * filled}{'.' * (width - filled)}] {text} "
+                         f"({time.perf_counter() - self.start:.1f} s)")
         sys.stderr.flush()
+
+    def __call__(self, record: Any) -> None:
+        """Show a released iteration (the GP methods)."""
+        self._draw(record.iteration, f"{record.iteration}/{self.total} eps spent {record.epsilon_spent:.3g}")
 
     def evaluated(self, done: int) -> None:
         """Count an evaluation of a fixed-size, data-independent batch (``random``'s exponential selection)."""
-        if not self.enabled:
-            return
-        width = 24
-        filled = int(width * min(done, self.total) / max(self.total, 1))
-        sys.stderr.write(f"\r[privtune] [{'#' * filled}{'.' * (width - filled)}] evaluated {done}/{self.total} "
-                         f"({time.perf_counter() - self.start:.1f} s)")
-        sys.stderr.flush()
+        self._draw(done, f"evaluated {done}/{self.total}")
 
     def close(self) -> None:
         if self.enabled:

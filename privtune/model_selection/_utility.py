@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-__all__ = ["SELECTION_GAP", "SELECTION_MIN_ODDS", "NOISE_SHARE", "utility_warnings"]
+__all__ = ["SELECTION_GAP", "SELECTION_MIN_ODDS", "NOISE_SHARE", "utility_warnings", "score_noise_verdict"]
 
 #: A candidate better by this share of the score range ...
 SELECTION_GAP = 0.05
@@ -59,9 +59,24 @@ def utility_warnings(noise: Mapping[str, float], bounds: tuple[float, float]) ->
             f"each released observation's noise standard deviation ({float(obs):.3g}) is "
             f"{float(obs) / span:.2g} times the score range: the search learns little from them; method='random' "
             "spends the whole budget on the selection instead.")
-    score = noise.get("score_noise_std")
-    if score is not None and float(score) >= NOISE_SHARE * span:
-        out.append(
-            f"the released score's noise standard deviation ({float(score):.3g}) is {float(score) / span:.2g} "
-            "times the score range: the released score carries almost no information at this budget.")
+    verdict = score_noise_verdict(noise.get("score_noise_std"), (lo, hi))
+    if verdict is not None:
+        out.append(verdict)
     return out
+
+
+def score_noise_verdict(score_noise_std: float | None, bounds: tuple[float, float]) -> str | None:
+    """The plain-words verdict when the released score's noise sd is ``NOISE_SHARE`` of the score range or more.
+
+    Shared by the plan's warnings and the report's headline (public quantities only).
+    """
+    lo, hi = float(bounds[0]), float(bounds[1])
+    span = hi - lo
+    if score_noise_std is None or not (math.isfinite(span) and span > 0):
+        return None
+    sd = float(score_noise_std)
+    if sd < NOISE_SHARE * span:
+        return None
+    return (f"the released score's noise standard deviation ({sd:.3g}) is {sd / span:.2g} times the score range "
+            f"[{lo:.4g}, {hi:.4g}]: the released score carries almost no information at this budget. Raise "
+            "epsilon, enlarge the validation set, or release the hyperparameters only.")

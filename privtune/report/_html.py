@@ -201,7 +201,7 @@ def render_html(r: TuningReport) -> str:
         *([_section("Released scores over iterations", scores_part)] if scores is not None else
           [_section("What this method releases",
                     f'<p class="note">{_e(T.history_note(r) or T.TRAJECTORY_NOT_RELEASABLE)} Released: the '
-                    "chosen point of the data-independent candidate set below (and its score).</p>", cand_part)]),
+                    "chosen point of the public candidate set below (and its score).</p>", cand_part)]),
         _section("Privacy budget", budget_part),
         *([_section("Candidate set and the released choice", cand_part)] if scores is not None else []),
         _section("Selection", sel_part),

@@ -63,31 +63,28 @@ def params_text(params: Mapping[str, Any] | None, exact: bool = False) -> str:
                      for k, v in params.items())
 
 
-#: The released score's noise sd, as a share of the declared score range, beyond which the release says little.
-UNINFORMATIVE_NOISE_SHARE = 0.25
+def _budget_text(b: Mapping[str, Any] | None) -> str:
+    if not b:
+        return "—"
+    return f"ε = {fmt(b.get('epsilon'), 6)}, δ = {fmt(b.get('delta'), 3)}"
 
 
 def score_verdict(r: TuningReport) -> str | None:
     """A plain-words warning when the released score's noise dwarfs the declared score range (else None).
 
-    Public quantities only: the noise scale and the declared bounds.
+    Public quantities only: the noise scale and the declared bounds (the same
+    rule and text as the privacy plan's warning, ``score_noise_verdict``).
     """
+    from privtune.model_selection._utility import score_noise_verdict
+
+    if r.release.get("score") is None:
+        return None
     sd = as_float(r.release.get("noise", {}).get("score_noise_std"))
     lo, hi = (as_float(b) for b in r.configuration.get("score_bounds", (None, None)))
-    if sd is None or lo is None or hi is None or not (hi > lo) or r.release.get("score") is None:
+    if lo is None or hi is None:
         return None
-    share = sd / (hi - lo)
-    if share < UNINFORMATIVE_NOISE_SHARE:
-        return None
-    return (f"This release carries almost no information at this budget: its noise sd ({fmt(sd, 3)}) is "
-            f"{fmt(share, 2)} times the whole score range [{fmt(lo, 4)}, {fmt(hi, 4)}]. Raise epsilon, "
-            "enlarge the validation set, or release the hyperparameters only.")
-
-
-def _budget_text(b: Mapping[str, Any] | None) -> str:
-    if not b:
-        return "—"
-    return f"ε = {fmt(b.get('epsilon'), 6)}, δ = {fmt(b.get('delta'), 3)}"
+    verdict = score_noise_verdict(sd, (lo, hi))
+    return None if verdict is None else verdict[0].upper() + verdict[1:]
 
 
 def headline(r: TuningReport) -> list[tuple[str, str]]:
