@@ -230,7 +230,7 @@ def _tune(args: argparse.Namespace) -> int:
     new_charges = after - before if st.enabled else after
     lines = [
         f"privtune tune -- {cfg.estimator.class_path} on "
-        f"{cfg.data.bundled or cfg.data.train.name}; method {search.method}"  # type: ignore[union-attr]
+        f"{cfg.data.bundled or cfg.data.train.name}; method {search.method_}"  # type: ignore[union-attr]
         + (" (resumed)" if args.resume else ""),
         f"  released parameters: {_fmt_params(search.best_params_)}",
         f"  released {search.scorer_.name}: "
@@ -395,7 +395,7 @@ def _demo(args: argparse.Namespace) -> int:
         "privtune demo -- RBF SVM (C, gamma) on breast cancer; the validation split is the sensitive data",
         f"  data: {len(y_tr)} training rows (public), {len(y_val)} validation rows (sensitive), "
         f"{len(y_test)} test rows (untouched)",
-        f"  method: {search.method} over {len(search.candidates_)} candidates, n_iter={args.n_iter}",
+        f"  method: {search.method_} over {len(search.candidates_)} candidates, n_iter={args.n_iter}",
         f"  released parameters: C = {search.best_params_['svc__C']:.4g}, "
         f"gamma = {search.best_params_['svc__gamma']:.4g}",
         f"  released validation accuracy: {search.best_score_:.4f}"
@@ -450,9 +450,9 @@ def _parser() -> argparse.ArgumentParser:
     r.set_defaults(func=_report)
 
     d = sub.add_parser("demo", help="tune an RBF SVM on bundled breast-cancer data with a sensitive validation set")
-    d.add_argument("--method", default="random",
-                   choices=["random", "prescreen", "noisy-ucb", "gp-ucb"],
-                   help="release method (default: random)")
+    d.add_argument("--method", default="auto",
+                   choices=["auto", "random", "prescreen", "noisy-ucb", "gp-ucb"],
+                   help="release method (default: auto, i.e. prescreen here: the training rows are public)")
     d.add_argument("--epsilon", type=float, default=1.0, help="total epsilon (default: 1.0)")
     d.add_argument("--delta", type=float, default=1e-6, help="total delta (default: 1e-6)")
     d.add_argument("--n-iter", type=int, default=30, help="evaluations (default: 30)")

@@ -109,7 +109,7 @@ class SearchConfig:
     """The ``[search]`` table: the :class:`~privtune.PrivateSearchCV` parameters."""
 
     epsilon: float
-    method: str = "random"
+    method: str = "auto"
     delta: float = 1e-6
     n_iter: int = 20
     n_candidates: int = 256

@@ -245,7 +245,7 @@ def _search_section(raw: Mapping[str, Any], problems: list[tuple[str, str]]) -> 
     from privtune.model_selection._scoring import BUILTIN_SCORERS
 
     t = _Table(raw, "search", problems)
-    method = t.str("method", "random", choices=list(METHODS))
+    method = t.str("method", "auto", choices=["auto", *METHODS])
     epsilon = t.float("epsilon", required=True, low=0.0)
     delta = t.float("delta", 1e-6, low=0.0, high=1.0, low_closed=True)
     n_iter = t.int("n_iter", 20, low=1)

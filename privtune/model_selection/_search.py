@@ -42,9 +42,10 @@ __all__ = ["PrivateSearchCV", "DEFAULT_METHOD"]
 
 _logger = get_logger("privtune.model_selection")
 
-#: The default release method: unconditional guarantee and the best measured utility
-#: (see benchmarks/method_utility.py and the README).
-DEFAULT_METHOD = "random"
+#: The default release method: ``"auto"`` resolves to ``"prescreen"`` when the training rows are
+#: public and given apart from the validation rows, else to ``"random"`` -- both unconditional, and the
+#: lowest median and 90th-percentile regret in benchmarks/privacy_utility.py (README, docs/methods.md).
+DEFAULT_METHOD = "auto"
 _SENSITIVE = ("validation", "training", "both")
 _METHOD_PARAMS_WITH_SENSITIVITY = ("noisy-ucb", "random", "prescreen")
 
@@ -176,14 +177,21 @@ class PrivateSearchCV(BaseSearchCV):
         estimator (one that spends its own budget through an ``accountant``).
     search_space : SearchSpace or dict of {str: Real, Integer or Categorical}
         The hyperparameters to tune and their ranges (public).
-    method : {"random", "prescreen", "noisy-ucb", "gp-ucb", "gp-ucb-exact", "lipschitz"}, default="random"
+    method : {"auto", "random", "prescreen", "noisy-ucb", "gp-ucb", "gp-ucb-exact", "lipschitz"}, default="auto"
         The release method (see :mod:`privtune.bo`); ``"gp-ucb"`` is Kusner et al.'s
-        Alg. 1 (conditional guarantee). The default has an unconditional guarantee
-        and the best measured utility in ``benchmarks/method_utility.py``.
-        ``"prescreen"`` (privtune's extension; public training rows only) ranks
-        candidates by cross-validation on the training rows, for free, and runs
-        ``random``'s private selection among the best (``method_params``:
-        ``screen_size``, ``screen_cv``, ``keep``).
+        Alg. 1 (conditional guarantee). ``"prescreen"`` (privtune's extension;
+        public training rows only) ranks candidates by cross-validation on the
+        training rows, for free, and runs ``random``'s private selection among
+        the best (``method_params``: ``screen_size``, ``screen_cv``, ``keep``);
+        it costs ``screen_cv * max(64, 4 n_iter)`` extra fits on the public
+        training rows. ``"auto"`` (the default) is ``"prescreen"`` when the
+        training rows are public and apart from the validation rows
+        (``sensitive="validation"``, no ``cv``, no ``selection`` in
+        ``method_params``) and ``"random"`` otherwise: both have an
+        unconditional guarantee, and they had the lowest median and
+        90th-percentile regret in ``benchmarks/privacy_utility.py``
+        (docs/methods.md gives the figures and the range where they hold).
+        The resolved name is ``method_``.
     epsilon : float in (0, inf), default=1.0
         Total epsilon of the search for each sensitive data role. (With random
         stopping and sensitive training data, the stopped search's one event is
@@ -289,6 +297,8 @@ class PrivateSearchCV(BaseSearchCV):
         ``"validation"``, ``"training"`` and ``"overall"`` (the maximum over the
         disjoint roles: parallel composition).
     guarantee_ : {"unconditional", "conditional"}
+    method_ : str
+        The release method that ran (``method="auto"`` resolved).
     ledger_ : tuple of LedgerEntry
         Every charge, in order.
     accountant_ : Accountant
@@ -412,6 +422,21 @@ class PrivateSearchCV(BaseSearchCV):
         return self.scorer_.score_public(self.best_estimator_, X, y)
 
     # sklearn's BaseSearchCV hook; the search is run by fit itself.
+    def _resolved_method(self) -> str:
+        """The release method ``method="auto"`` stands for, from public parameters only.
+
+        ``"prescreen"`` when the training rows are public and apart from the
+        validation rows (``sensitive="validation"``, no ``cv``) and
+        ``method_params`` do not ask for ``random``'s other selections;
+        ``"random"`` otherwise. Any other value of ``method`` is returned as is.
+        """
+        if self.method != "auto":
+            return self.method
+        params = self.method_params if isinstance(self.method_params, Mapping) else {}
+        if self.sensitive == "validation" and self.cv is None and "selection" not in params:
+            return "prescreen"
+        return "random"
+
     def _run_search(self, evaluate_candidates: Any) -> None:  # pragma: no cover
         raise NotImplementedError("PrivateSearchCV runs its own private search in fit().")
 
@@ -420,9 +445,10 @@ class PrivateSearchCV(BaseSearchCV):
         owner = "PrivateSearchCV"
         from privtune.bo import METHODS
 
-        if self.method not in METHODS:
+        if self.method != "auto" and self.method not in METHODS:
             raise InvalidParameterError(
-                f"The 'method' parameter of {owner} must be one of {sorted(METHODS)}. Got {self.method!r} instead.")
+                f"The 'method' parameter of {owner} must be 'auto' or one of {sorted(METHODS)}. Got {self.method!r} "
+                "instead.")
         cfg: dict[str, Any] = {
             "epsilon": check_epsilon(self.epsilon, owner=owner),
             "delta": check_delta(self.delta, owner=owner),
@@ -445,14 +471,14 @@ class PrivateSearchCV(BaseSearchCV):
                     f"sensitive='both' and a privtune DP estimator. Got sensitive={self.sensitive!r}; pass X_val "
                     "(or use validation_size) for a validation-only search.")
         training_sensitive = self.sensitive in ("training", "both")
-        if self.method == "prescreen" and (self.sensitive != "validation" or self.cv is not None):
+        if self._resolved_method() == "prescreen" and (self.sensitive != "validation" or self.cv is not None):
             raise InvalidParameterError(
                 "method='prescreen' scores candidates by cross-validation on the training rows without privacy, so "
                 "it needs public training rows: sensitive='validation' and no cv. Got "
                 f"sensitive={self.sensitive!r}, cv={self.cv!r}; use method='random' here.")
         if training_sensitive:
             cfg["tags"] = check_training_estimator(self.estimator, owner=owner)
-            if self.method == "lipschitz":
+            if self._resolved_method() == "lipschitz":
                 raise InvalidParameterError(
                     "method='lipschitz' (Kusner et al. Alg. 3) assumes public training data (its sensitivity fixes "
                     "the trained weights), and how many fits it makes depends on its raw-score trajectory. Use "
@@ -495,7 +521,8 @@ class PrivateSearchCV(BaseSearchCV):
         cfg["scorer"] = make_bounded_scorer(self.scoring, score_bounds=self.score_bounds,
                                             score_sensitivity=self.score_sensitivity,
                                             min_class_size=self.min_class_size)
-        cfg["stopping"] = (self.method == "random"
+        cfg["method"] = self._resolved_method()
+        cfg["stopping"] = (cfg["method"] == "random"
                            and dict(self.method_params or {}).get("selection") == "random-stopping")
         if training_sensitive:
             one_fit, one_budget = per_fit_event(self.estimator)
@@ -598,7 +625,7 @@ class PrivateSearchCV(BaseSearchCV):
         Checked from public quantities before anything is spent (``n_built``: the
         size of the de-duplicated candidate set once built).
         """
-        if self.method not in ("random", "prescreen") or cfg.get("stopping"):
+        if cfg["method"] not in ("random", "prescreen") or cfg.get("stopping"):
             return
         bound = min(cfg["n_candidates"] + n_grid, _max_distinct_candidates(cfg["space"]))
         if n_built is not None:
@@ -681,12 +708,12 @@ class PrivateSearchCV(BaseSearchCV):
         from privtune.bo import make_method
 
         params: dict[str, Any] = {"epsilon": budget.epsilon, "n_iter": cfg["n_iter"]}
-        if self.method != "lipschitz":
+        if cfg["method"] != "lipschitz":
             params["delta"] = budget.delta
             params["score_bounds"] = scorer.bounds
-        if self.method in _METHOD_PARAMS_WITH_SENSITIVITY:
+        if cfg["method"] in _METHOD_PARAMS_WITH_SENSITIVITY:
             params["score_sensitivity"] = sensitivity
-        if self.method == "lipschitz":
+        if cfg["method"] == "lipschitz":
             params["n_validation"] = m
         params.update(dict(self.method_params or {}))
         if cfg.get("stopping") and "one_fit" in cfg:  # each run fits a DP estimator on the sensitive rows
@@ -699,9 +726,11 @@ class PrivateSearchCV(BaseSearchCV):
                         f"{cfg['one_fit_budget'].epsilon!r}) and the randomly stopped runs: raise epsilon, lower the "
                         "estimator's epsilon, or set refit=False.")
         try:
-            return make_method(self.method, **params)
+            return make_method(cfg["method"], **params)
         except TypeError as exc:
-            raise InvalidParameterError(f"Invalid 'method_params' for method={self.method!r}: {exc}") from None
+            raise InvalidParameterError(f"Invalid 'method_params' for method={cfg['method']!r}"
+                                        + (" (method='auto')" if self.method == "auto" else "")
+                                        + f": {exc}") from None
 
     # -- fit -------------------------------------------------------------------------------
     def fit(self, X: Any, y: Any = None, *, X_val: Any = None, y_val: Any = None, **fit_params: Any) -> PrivateSearchCV:
@@ -785,7 +814,8 @@ class PrivateSearchCV(BaseSearchCV):
             candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=self.candidate_grid,
                                        random_state=np.random.default_rng(seeds[1]))
             self._check_random_coverage(cfg, len(self.candidate_grid or ()), len(candidates))
-            if self.method == "prescreen":  # public training rows only: free, and reproducible from the seeds
+            if cfg["method"] == "prescreen":  # public training rows only: free, and reproducible from the seeds
+                self._warn_low_utility(method, candidates, scorer)  # before the screening's first fit
                 candidates = self._prescreen(method, scorer, candidates, X_tr, y_tr, seeds, fit_params)
             if study is not None:
                 journal = study.journal()
@@ -797,6 +827,12 @@ class PrivateSearchCV(BaseSearchCV):
         finally:
             if study is not None:
                 study.close()
+
+    @staticmethod
+    def _warn_low_utility(method: Any, candidates: Any, scorer: Any) -> None:
+        """Emit the plan's :class:`LowUtilityWarning` s (public noise scales and declared bounds only)."""
+        for text in utility_warnings(method.noise_scales(candidates), scorer.bounds):
+            warnings.warn(f"PrivateSearchCV: {text}", LowUtilityWarning, stacklevel=4)
 
     def _prescreen(self, method: Any, scorer: Any, candidates: Any, X_tr: Any, y_tr: Any, seeds: list[int],
                    fit_params: Mapping[str, Any]) -> Any:
@@ -862,8 +898,8 @@ class PrivateSearchCV(BaseSearchCV):
                     X_tr, y_tr, X_v, y_v, m, fit_params, folds=None) -> PrivateSearchCV:
         n_folds = len(folds) if folds else 1
         train_acc, train_plan, tickets = self._training_role(cfg, method, candidates, budget, n_folds)
-        for text in utility_warnings(method.noise_scales(candidates), scorer.bounds):  # before any data is read
-            warnings.warn(f"PrivateSearchCV: {text}", LowUtilityWarning, stacklevel=3)
+        if cfg["method"] != "prescreen":  # prescreen warned before its screening fits
+            self._warn_low_utility(method, candidates, scorer)  # before any data is read
         estimator = self.estimator
         error_score = self.error_score
 
@@ -946,6 +982,7 @@ class PrivateSearchCV(BaseSearchCV):
         self.accountant_ = accountant
         self.training_accountant_ = train_acc
         self.guarantee_ = release.guarantee
+        self.method_ = release.method
         self.seeded_ = release.seeded
         self.n_iter_ = release.n_iter
         self.best_params_ = dict(release.params) if release.params is not None else None
@@ -1107,7 +1144,7 @@ class PrivateSearchCV(BaseSearchCV):
         return {
             "configuration": {
                 "estimator": type(self.estimator).__name__, "estimator_params": est_params,
-                "method": self.method, "epsilon": cfg["epsilon"], "delta": cfg["delta"], "n_iter": cfg["n_iter"],
+                "method": cfg["method"], "epsilon": cfg["epsilon"], "delta": cfg["delta"], "n_iter": cfg["n_iter"],
                 "n_candidates": len(self.candidates_), "scoring": scorer.name, "score_bounds": list(scorer.bounds),
                 "score_sensitivity": self.score_sensitivity_,
                 "sensitive": self.sensitive, "relation": "replace_one",

@@ -21,8 +21,8 @@ up front** with ``accountant.spend`` (write-ahead: before the first gradient).
 Gaussian (zCDP) variant -- **privtune's extension, not from the paper** (spec
 section 6, [ours]): ``noise="gaussian"`` with ``delta > 0`` adds exact discrete
 Gaussian noise calibrated on the per-step **L2** sensitivity ``2 R_2 / n`` (``R_2``
-the declared L2 row bound ``data_norm_l2``, else ``data_norm``, rows clipped to
-both). The whole run is one Gaussian mechanism of multiplier ``nm`` with
+the declared L2 row bound ``data_norm_l2``, else ``data_norm``; rows are clipped
+in L2 only). The whole run is one Gaussian mechanism of multiplier ``nm`` with
 ``1 / nm**2 = sum_t 1 / nm_t**2``, calibrated analytically at
 ``(epsilon (1 - 1e-3), delta)``; its precision (i.e. zCDP ``rho``) is split
 uniformly, or ``rho_t`` proportional to ``a_{T,t}**(1/2)`` for the ``*-opt``
@@ -37,6 +37,10 @@ Deviations from the paper (see the seed-002 spec, P1, P2, P10, P11):
   declared bounds (``R_2**2 / 4 + alpha`` for logistic), never from the data;
 * the output is chosen by a public rule (last iterate or tail average), never as
   the best iterate by its objective on the data;
+* ``horizon="auto"`` (the estimators' default) chooses ``T`` by privtune's
+  noise-to-signal rule instead of the paper's bound, whose ``T*`` is one or a
+  few steps at per-fit epsilon <= 1 on a few hundred rows (``horizon="paper"``
+  keeps the paper's rule);
 * noise is the exact grid Laplace of :class:`privtune.mechanisms.Laplace`, whose
   scale is ``2**-10`` larger than the textbook one (pays for the rounding);
 * the regulariser is ``(alpha/2)||w||^2`` (the paper writes ``lambda ||w||^2``:
@@ -80,8 +84,11 @@ from privtune.optim._schedules import (
     SOLVERS,
     base_epsilon,
     opt_split,
+    HORIZONS,
+    auto_horizon,
     opt_split_gaussian,
     step_schedule,
+    uniform_paper_horizon,
     uniform_split,
 )
 from privtune.utils._random import check_random_state
@@ -175,8 +182,11 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
                data_norm_l2: float | None, loss: str, smoothing: float, n_iter: int, batch_size: int | None,
                step_scale: float, initial_gap: float | None, x0: Any, masg_p: int, clip: str, output: str,
                accountant: Any, random_state: Any, owner: str, noise: str = "laplace",
-               delta: float | None = None, max_slope: float = 1.0) -> _Plan:
+               delta: float | None = None, max_slope: float = 1.0, horizon: str | None = None) -> _Plan:
     _choice(solver, "solver", SOLVERS, owner)
+    if horizon is None:  # the function API's historical behaviour: the paper's T* for *-opt, else n_iter
+        horizon = "paper" if solver.endswith("-opt") else "max_iter"
+    horizon_rule = _choice(horizon, "horizon", HORIZONS, owner)
     kind = _choice(noise, "noise", _NOISES, owner)
     eps = check_epsilon(epsilon, owner=owner)
     if kind == "gaussian":
@@ -218,7 +228,12 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
         w0 = np.asarray(x0, dtype=np.float64)
         if w0.shape != (d,) or not np.all(np.isfinite(w0)):
             raise InvalidParameterError(f"The 'x0' parameter of {owner} must be a finite 1-D array of length {d}.")
-    r2 = min(r2, r1)  # ||u||_2 <= ||u||_1 always
+    if kind == "gaussian":
+        # The Gaussian noise needs an L2 bound only: rows are clipped in L2 (to data_norm_l2, else
+        # data_norm) and no L1 bound is imposed (the implied one, sqrt(d) R_2, never clips).
+        r1 = math.sqrt(d) * r2
+    else:
+        r2 = min(r2, r1)  # ||u||_2 <= ||u||_1 always
     r1_eff = l1_bound_of(r1, r2, d)
     sens = 2.0 * kappa * r1_eff  # per-example L1 sensitivity of the data-term gradient (module _losses)
     smooth = lossf.curvature_bound() * r2 * r2 + mu
@@ -227,15 +242,34 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
     else:
         e0 = check_real(initial_gap, "initial_gap", low=0.0, owner=owner)
     source = check_random_state(random_state, owner=owner)
+    nm_run = gaussian_run_multiplier(eps, dlt) if kind == "gaussian" else None
 
+    if horizon_rule == "auto":
+        if kind == "gaussian":
+            ratio = 2.0 * nm_run * math.sqrt(d) / n
+        else:
+            ratio = 2.0 * math.sqrt(2.0 * d) * (r1_eff / r2) / (n * eps)
+        horizon = auto_horizon(ratio, horizon, laplace=kind == "laplace")
     sched = step_schedule(solver, horizon, c, smooth, mu, p)
+    if horizon_rule == "paper" and not solver.endswith("-opt"):
+        if kind == "gaussian":
+            log_k = math.log(d / 2.0) + 2.0 * math.log(2.0 * kappa * r2 / n) + 2.0 * math.log(nm_run)
+            horizon = uniform_paper_horizon(sched, mu=mu, smoothness=smooth, log_noise_constant=log_k,
+                                            noise_power=1, initial_gap=e0)
+        else:
+            log_k = math.log(d) + 2.0 * math.log(sens / (n * eps))
+            horizon = uniform_paper_horizon(sched, mu=mu, smoothness=smooth, log_noise_constant=log_k,
+                                            noise_power=2, initial_gap=e0)
+        sched = sched.head(horizon)
+    select = horizon_rule == "paper"
     if kind == "gaussian":
         return _gaussian_plan(solver=solver, n=n, d=d, m=m, eps=eps, dlt=dlt, mu=mu, r1=r1, r2=r2,
                               kappa=kappa, lossf=lossf, horizon=horizon, sched=sched, smooth=smooth, e0=e0, w0=w0,
-                              clip=clip, output=output, source=source, owner=owner)
+                              clip=clip, output=output, source=source, owner=owner, select=select,
+                              horizon_rule=horizon_rule)
     if solver.endswith("-opt"):
         t_used, eps_t = opt_split(sched, epsilon=eps, mu=mu, smoothness=smooth, sensitivity=sens, n=n,
-                                  dim=d, initial_gap=e0)
+                                  dim=d, initial_gap=e0, select_horizon=select)
         sched = sched.head(t_used)
     else:
         t_used, eps_t = horizon, uniform_split(eps, horizon)
@@ -257,13 +291,14 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
     return _Plan(solver=solver, n=n, d=d, m=m, epsilon=eps, mu=mu, r1=r1, r2=r2, loss=lossf,
                  horizon=horizon, sched=sched, t_used=t_used, eps0=eps0, mechs=mechs, events=tuple(events),
                  total=total, step_costs=step_costs, sens=sens, smooth=smooth, e0=e0, w0=w0, clip=clip,
-                 output=output, source=source, owner=owner, noise="laplace", delta=0.0,
+                 output=output, source=source, owner=owner, noise="laplace", delta=0.0, horizon_rule=horizon_rule,
                  total_epsilon=math.fsum(step_costs), noise_scales=np.array([mech.scale for mech in mechs]))
 
 
 def _gaussian_plan(*, solver: str, n: int, d: int, m: int, eps: float, dlt: float, mu: float, r1: float,
                    r2: float, kappa: float, lossf: MarginLoss, horizon: int, sched: Any, smooth: float, e0: float,
-                   w0: np.ndarray, clip: str, output: str, source: Any, owner: str) -> _Plan:
+                   w0: np.ndarray, clip: str, output: str, source: Any, owner: str, select: bool = True,
+                   horizon_rule: str = "paper") -> _Plan:
     """The Gaussian (zCDP) plan -- privtune's extension, not in the paper (internal).
 
     Per-example L2 sensitivity of the data-term gradient ``S_2 = 2 kappa R_2`` (``R_2``
@@ -284,7 +319,7 @@ def _gaussian_plan(*, solver: str, n: int, d: int, m: int, eps: float, dlt: floa
         max_log_ratio = 2.0 * math.log(0.99 * nm_cap / nm) - math.log(horizon)
         t_used, shares = opt_split_gaussian(sched, precision=precision, mu=mu, smoothness=smooth,
                                             sensitivity=sens2, n=n, dim=d, initial_gap=e0,
-                                            max_log_ratio=max_log_ratio)
+                                            max_log_ratio=max_log_ratio, select_horizon=select)
         sched = sched.head(t_used)
         nms = [nm / math.sqrt(float(w)) for w in shares]
     else:
@@ -305,7 +340,7 @@ def _gaussian_plan(*, solver: str, n: int, d: int, m: int, eps: float, dlt: floa
     return _Plan(solver=solver, n=n, d=d, m=m, epsilon=eps, mu=mu, r1=r1, r2=r2, loss=lossf,
                  horizon=horizon, sched=sched, t_used=t_used, eps0=None, mechs=mechs, events=tuple(events),
                  total=total, step_costs=step_costs, sens=sens2, smooth=smooth, e0=e0, w0=w0, clip=clip,
-                 output=output, source=source, owner=owner, noise="gaussian", delta=dlt,
+                 output=output, source=source, owner=owner, noise="gaussian", delta=dlt, horizon_rule=horizon_rule,
                  total_epsilon=eps_total, noise_scales=np.array([mech.sigma for mech in mechs]),
                  noise_multipliers=np.array(nms), precision_shares=np.asarray(shares, dtype=float))
 
@@ -406,7 +441,7 @@ def _noiseless_run_for_tests(X: Any, y: Any, **kw: Any) -> DPOptimizeResult:
 def _defaults(kw: dict[str, Any]) -> dict[str, Any]:
     base = dict(solver="nag-opt", data_norm_l2=None, loss="logistic", smoothing=1.0, n_iter=100,
                 batch_size=None, step_scale=1.0, initial_gap=None, x0=None, masg_p=1, clip="rows",
-                output="last", random_state=None, noise="laplace", delta=None, max_slope=1.0)
+                output="last", random_state=None, noise="laplace", delta=None, max_slope=1.0, horizon=None)
     base.update(kw)
     return base
 
@@ -418,7 +453,7 @@ def dp_accelerated(
     batch_size: int | None = None, step_scale: float = 1.0, initial_gap: float | None = None,
     x0: Any = None, masg_p: int = 1, clip: str = "rows", output: str = "last",
     accountant: Accountant | None = None, random_state: Any = None, phase: str = "training",
-    noise: str = "laplace", delta: float | None = None, max_slope: float = 1.0,
+    noise: str = "laplace", delta: float | None = None, max_slope: float = 1.0, horizon: str | None = None,
 ) -> DPOptimizeResult:
     r"""Minimise a regularised margin loss with a DP (accelerated) gradient method (Laplace or Gaussian).
 
@@ -438,18 +473,23 @@ def dp_accelerated(
         Regularisation strength: ``F(w) = mean loss + (alpha/2)||w||^2``; also
         the strong-convexity constant ``mu``.
     data_norm : float in (0, inf)
-        Declared bound ``R_1`` on the **L1** norm of every row; rows above it
-        are scaled down (``clip="rows"``) or refused (``clip="raise"``).
+        Declared row-norm bound in the norm the noise needs. Laplace: ``R_1``,
+        the **L1** norm of every row; rows above it are scaled down
+        (``clip="rows"``) or refused (``clip="raise"``). Gaussian: the **L2**
+        bound ``R_2`` when ``data_norm_l2`` is None; no L1 bound is imposed
+        (rows are clipped in L2 only).
     data_norm_l2 : float in (0, inf) or None, default=None
         Optional declared bound ``R_2`` on the L2 norm of every row (enforced
-        the same way). It tightens the smoothness bound ``L`` (hence allows
-        larger steps) and, if ``sqrt(d) R_2 < R_1``, the sensitivity. ``None``
-        uses ``R_2 = R_1``.
+        the same way). Laplace: it tightens the smoothness bound ``L`` (hence
+        allows larger steps) and, if ``sqrt(d) R_2 < R_1``, the sensitivity;
+        ``None`` uses ``R_2 = R_1``. Gaussian: the L2 bound (overrides
+        ``data_norm``).
     loss : {"logistic", "smoothed_hinge"}, default="logistic"
     smoothing : float in (0, inf), default=1.0
         Width ``h`` of the quadratic part of the smoothed hinge loss.
     n_iter : int in [1, 100000], default=100
-        Horizon ``T`` (a cap for the ``*-opt`` solvers, which pick ``T* <= T``).
+        Horizon ``T`` with ``horizon="max_iter"``; a cap with ``"auto"`` and
+        ``"paper"``.
     batch_size : int in [1, n_samples] or None, default=None
         Mini-batch size ``m`` (sampled without replacement, fresh at every
         step); ``None`` is the full batch.
@@ -489,6 +529,18 @@ def dp_accelerated(
         :mod:`privtune.optim._losses`) and every sensitivity is multiplied by
         ``kappa``. For logistic, ``kappa = 1/2`` is ``|phi'(0)|``: nothing is
         clipped at ``w = 0`` and the noise of every step is halved.
+    horizon : {"auto", "max_iter", "paper"} or None, default=None
+        How the number of steps ``T <= n_iter`` is chosen, from public
+        constants only. ``"paper"``: ``T*`` minimising the paper's bound (4.6)
+        (with the solver's split: the optimal one for ``*-opt``, uniform
+        otherwise; the Gaussian analogue with ``noise="gaussian"``).
+        ``"max_iter"``: ``T = n_iter``. ``"auto"``: privtune's rule
+        (:func:`privtune.optim._schedules.auto_horizon`, not in the paper),
+        ``T = clamp(round(5 / sqrt(r)), 5, n_iter)`` with ``r`` the
+        noise-to-signal ratio of one full-budget step, which grows ``T`` with
+        ``epsilon n / sqrt(d)``. ``None`` (the function's historical default):
+        ``"paper"`` for the ``*-opt`` solvers and ``"max_iter"`` otherwise.
+        The estimators default to ``"auto"``.
 
     Returns
     -------
@@ -571,7 +623,7 @@ def dp_accelerated(
                 epsilon=epsilon, alpha=alpha, data_norm=data_norm, data_norm_l2=data_norm_l2, loss=loss,
                 smoothing=smoothing, n_iter=n_iter, batch_size=batch_size, step_scale=step_scale,
                 initial_gap=initial_gap, x0=x0, masg_p=masg_p, clip=clip, output=output,
-                random_state=random_state, noise=noise, delta=delta, max_slope=max_slope)
+                random_state=random_state, noise=noise, delta=delta, max_slope=max_slope, horizon=horizon)
 
 
 _WRAPPER_DOC = """{summary}

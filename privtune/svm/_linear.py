@@ -31,11 +31,14 @@ class DPLinearSVC(_ClippedLinearMixin, _DPMarginClassifier):
     Parameters
     ----------""" + _COMMON_PARAMS_DOC.replace("MAX_SLOPE_DEFAULT", "1.0").replace("MAX_SLOPE_NOTE", "") + """
     data_norm : float in (0, inf), default=1.0
-        Declared bound on the **L1** norm of every row of ``X``; rows above it
-        are scaled down (``clip="rows"``) or refused (``clip="raise"``); the same
-        clipping is applied in ``predict``.
+        Declared bound on the norm of every row of ``X``, in the norm the
+        noise needs: **L2** with the default Gaussian noise, **L1** with
+        ``noise="laplace"``. Rows above it are scaled down (``clip="rows"``)
+        or refused (``clip="raise"``); the same clipping is applied in
+        ``predict``.
     data_norm_l2 : float in (0, inf) or None, default=None
-        Optional declared L2 bound; tightens ``L = R_2**2 / h + 1/(C n)``.
+        Optional declared L2 bound: with Gaussian noise it overrides
+        ``data_norm``; with Laplace noise it tightens ``L = R_2**2 / h + 1/(C n)``.
     clip : {"rows", "raise"}, default="rows"
     smoothing : float in (0, inf), default=1.0
         Width ``h`` of the quadratic part of the loss.
@@ -77,10 +80,10 @@ class DPLinearSVC(_ClippedLinearMixin, _DPMarginClassifier):
 
     _loss = "smoothed_hinge"
 
-    def __init__(self, epsilon: float = 1.0, *, solver: str = "nag", C: float = 1.0,
+    def __init__(self, epsilon: float = 1.0, *, solver: str = "nag", horizon: str = "auto", C: float = 1.0,
                  data_norm: float = 1.0, data_norm_l2: float | None = None, smoothing: float = 1.0,
-                 fit_intercept: bool = True, intercept_scaling: float = 1.0, batch_size: int | None = None,
-                 max_iter: int = 20, step_scale: float = 1.0, initial_gap: float | None = None, max_slope: float = 1.0,
+                 fit_intercept: bool = True, intercept_scaling: float = 0.5, batch_size: int | None = None,
+                 max_iter: int = 100, step_scale: float = 1.0, initial_gap: float | None = None, max_slope: float = 1.0,
                  clip: str = "rows", classes: Any = None,
                  random_state: Any = None, accountant: Accountant | None = None, noise: str = "gaussian",
                  delta: float = 1e-6) -> None:
@@ -88,6 +91,7 @@ class DPLinearSVC(_ClippedLinearMixin, _DPMarginClassifier):
         self.delta = delta
         self.epsilon = epsilon
         self.solver = solver
+        self.horizon = horizon
         self.C = C
         self.data_norm = data_norm
         self.data_norm_l2 = data_norm_l2

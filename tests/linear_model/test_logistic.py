@@ -195,8 +195,8 @@ def test_gaussian_fit_charges_approximate_dp_and_learns():
     assert 0.8 * (1 - 2e-3) < spent.epsilon <= 0.8 and spent.delta == 1e-6
     assert 0.8 * (1 - 2e-3) < clf.accountant_.spent.epsilon <= 0.8 and clf.accountant_.budget == Budget(0.8, 1e-6)
     assert clf.optimize_result_.noise == "gaussian" and clf.score(X, y) > 0.85
-    # 2 kappa R_2 with the intercept and the default max_slope kappa = 1/2
-    assert clf.optimize_result_.sensitivity == pytest.approx(2 * 0.5 * math.sqrt(1.0 + 1.0))
+    # 2 kappa R_2 with the intercept (default scaling 1/2) and the default max_slope kappa = 1/2
+    assert clf.optimize_result_.sensitivity == pytest.approx(2 * 0.5 * math.sqrt(1.0 + 0.25))
 
 
 def test_gaussian_needs_a_delta_budget_and_refuses_batches():
@@ -233,7 +233,7 @@ def test_declared_initial_gap_sets_the_opt_horizon_and_matches_the_solver():
     X, y = _blobs(5, n=400, d=3)
     horizons = []
     for e0 in (None, 10.0, 1000.0):
-        clf = DPLogisticRegression(epsilon=1.0, solver="nag-opt", initial_gap=e0, max_iter=200,
+        clf = DPLogisticRegression(epsilon=1.0, solver="nag-opt", horizon="paper", initial_gap=e0, max_iter=200,
                                    random_state=0).fit(X, y)
         horizons.append(clf.n_iter_)
         assert 1.0 * (1 - 2e-3) < clf.privacy_spent_.epsilon <= 1.0
@@ -244,8 +244,9 @@ def test_declared_initial_gap_sets_the_opt_horizon_and_matches_the_solver():
                          data_norm_l2=math.sqrt(2.0), n_iter=200, initial_gap=10.0, max_slope=0.5, random_state=0,
                          noise="gaussian", delta=1e-6)
     assert res.n_iter == horizons[1]
-    # uniform-split solvers ignore it
-    clf = DPLogisticRegression(epsilon=1.0, solver="nag", initial_gap=1000.0, max_iter=7, random_state=0).fit(X, y)
+    # horizon="max_iter" ignores it
+    clf = DPLogisticRegression(epsilon=1.0, solver="nag", horizon="max_iter", initial_gap=1000.0, max_iter=7,
+                               random_state=0).fit(X, y)
     assert clf.n_iter_ == 7
 
 

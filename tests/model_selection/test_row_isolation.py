@@ -274,7 +274,8 @@ def test_privacy_plan_says_when_its_candidate_count_is_one_draw_of_many():
     discrete = {"C": Real(0.1, 10.0, log=True), "degree": Integer(1, 3)}
     plan = PrivateSearchCV(SVC(random_state=0), discrete, n_iter=5, n_candidates=64).privacy_plan(100)
     assert plan["n_candidates_exact"] is False
-    seeded = PrivateSearchCV(SVC(random_state=0), discrete, n_iter=5, n_candidates=64, random_state=4)
+    seeded = PrivateSearchCV(SVC(random_state=0), discrete, method="random", n_iter=5, n_candidates=64,
+                             random_state=4)  # (prescreen's candidates_ are the kept ones)
     assert seeded.privacy_plan(100)["n_candidates_exact"] is True
     from sklearn.datasets import load_breast_cancer
 
