@@ -2,9 +2,11 @@
 
 Part A -- validation rows sensitive, training rows public. Tasks (nothing downloaded): an RBF ``SVC``
 (C, gamma on log scales; inputs standardised inside the model) on breast cancer, digits (10 classes),
-wine and a synthetic set with m = 2 000 validation rows. One fixed candidate set of 64 Sobol points per
+wine and synthetic sets with m = 2 000 and m = 20 000 validation rows; a ``HistGradientBoostingClassifier``
+(learning rate, leaf count, L2 regularisation) on a synthetic set with m = 1 500. One fixed candidate set of 64 Sobol points per
 task (given as ``candidate_grid``) so that the seeds vary the privacy noise only; fits and predictions
-are memoised (they are the same in every cell). Methods: ``random`` (default), ``prescreen``,
+are memoised (they are the same in every cell). Methods: ``auto`` (the default; it resolves to
+``prescreen`` here, the training rows being public), ``random``, ``prescreen``,
 ``noisy-ucb``, ``gp-ucb`` (Kusner et al. Alg. 1; conditional guarantee). Baselines: the *ceiling*
 (non-private selection among the 64 by validation accuracy), *non-private random search* (the best by
 validation accuracy of ``n_iter`` random candidates, median over seeds) and the *floor* (a uniformly
@@ -14,13 +16,15 @@ test accuracy of the released choice (median, 10th percentile), regret against t
 
 Part B -- training and validation rows sensitive (``sensitive="both"``), total ε ∈ {0.3, 1, 3} for each
 role: ``DPLogisticRegression``, ``DPLinearSVC`` and ``DPSVC`` at their defaults tuned over C with
-``method="random"``, n_iter = 5, the per-fit ε the largest whose up-front training plan (5 fits + refit,
-composed through RDP) fits the budget; breast cancer and a 5 000-row synthetic set (rows scaled to unit
-norm, a public bound); 20 seeds; test accuracy of the refit model, the share of seeds that return the
-majority-class model, and the non-private ``LogisticRegression`` ceiling.
+the default method (``auto``, which is ``random`` here), n_iter = 5, the per-fit ε the largest whose
+up-front training plan (5 fits + refit, composed through RDP) fits the budget; breast cancer and a 5 000-row
+synthetic set (rows scaled to unit norm, a public bound); 20 seeds; test accuracy of the refit model, the
+share of seeds that return the majority-class model, and the non-private ``LogisticRegression`` ceiling.
+Random stopping (Papernot & Steinke; ``selection="random-stopping"``, pure-ε trainers, so
+``DPLogisticRegression(noise="laplace")``) is measured alongside, with the per-fit ε its one
+``RepeatAndSelectEvent`` affords (the search's own split).
 
-Not covered (see the issue): a ``HistGradientBoostingClassifier`` task, m = 20 000, random stopping
-with DP trainers, peer libraries.
+Peer libraries (diffprivlib, Opacus) are compared per fit in ``benchmarks/dp_trainer_peers.py``.
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/privacy_utility.py [--seeds 20] [--quick]``.
 Writes ``benchmarks/results/privacy_utility.{json,md,png}``.
@@ -43,6 +47,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 from sklearn.base import BaseEstimator, ClassifierMixin  # noqa: E402
 from sklearn.datasets import load_breast_cancer, load_digits, load_wine, make_classification  # noqa: E402
+from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
@@ -53,14 +58,16 @@ import privtune  # noqa: E402
 from privtune import PrivateSearchCV  # noqa: E402
 from privtune.accounting import compose_events  # noqa: E402
 from privtune.linear_model import DPLogisticRegression  # noqa: E402
-from privtune.space import Real, SearchSpace, candidate_set  # noqa: E402
+from privtune.space import Integer, Real, SearchSpace, candidate_set  # noqa: E402
 from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results"
 SPACE = {"C": Real(1e-2, 1e3, log=True), "gamma": Real(1e-5, 1e1, log=True)}
+HGB_SPACE = {"learning_rate": Real(1e-3, 1.0, log=True), "max_leaf_nodes": Integer(2, 64),
+             "l2_regularization": Real(1e-4, 10.0, log=True)}
 EPS = (0.1, 0.3, 1.0, 3.0, 10.0)
 N_ITERS = (10, 30)
-METHODS = ("random", "prescreen", "noisy-ucb", "gp-ucb")
+METHODS = ("auto", "random", "prescreen", "noisy-ucb", "gp-ucb")
 _FITS: dict = {}
 _PREDS: dict = {}
 
@@ -90,24 +97,55 @@ class MemoSVC(ClassifierMixin, BaseEstimator):
         return _PREDS[k]
 
 
+class MemoHGB(ClassifierMixin, BaseEstimator):
+    """``HistGradientBoostingClassifier`` with memoised fits and predictions (fixed model seed)."""
+
+    def __init__(self, learning_rate: float = 0.1, max_leaf_nodes: int = 31, l2_regularization: float = 0.0) -> None:
+        self.learning_rate = learning_rate
+        self.max_leaf_nodes = max_leaf_nodes
+        self.l2_regularization = l2_regularization
+
+    def fit(self, X, y):
+        self.key_ = ("hgb", self.learning_rate, self.max_leaf_nodes, self.l2_regularization, _key(X))
+        if self.key_ not in _FITS:
+            _FITS[self.key_] = HistGradientBoostingClassifier(
+                learning_rate=self.learning_rate, max_leaf_nodes=int(self.max_leaf_nodes),
+                l2_regularization=self.l2_regularization, max_iter=100, early_stopping=False,
+                random_state=0).fit(X, y)
+        self.classes_ = _FITS[self.key_].classes_
+        return self
+
+    def predict(self, X):
+        k = (self.key_, _key(X))
+        if k not in _PREDS:
+            _PREDS[k] = _FITS[self.key_].predict(X)
+        return _PREDS[k]
+
+
 def tasks(quick: bool):
-    yield "breast cancer", load_breast_cancer(return_X_y=True), 0.5
+    """(name, (X, y), validation share of the non-test rows, model, space)."""
+    yield "breast cancer", load_breast_cancer(return_X_y=True), 0.5, MemoSVC, SPACE
     if quick:
         return
-    yield "digits (10 classes)", load_digits(return_X_y=True), 0.5
-    yield "wine (3 classes)", load_wine(return_X_y=True), 0.5
+    yield "digits (10 classes)", load_digits(return_X_y=True), 0.5, MemoSVC, SPACE
+    yield "wine (3 classes)", load_wine(return_X_y=True), 0.5, MemoSVC, SPACE
     X, y = make_classification(n_samples=3500, n_features=20, n_informative=6, flip_y=0.05, random_state=0)
-    yield "synthetic (m = 2 000)", (X, y), 2000 / 2800
+    yield "synthetic (m = 2 000)", (X, y), 2000 / 2800, MemoSVC, SPACE
+    X, y = make_classification(n_samples=28750, n_features=20, n_informative=6, flip_y=0.05, random_state=5)
+    yield "synthetic (m = 20 000)", (X, y), 20000 / 23000, MemoSVC, SPACE
+    X, y = make_classification(n_samples=4000, n_features=20, n_informative=10, n_redundant=4, flip_y=0.05,
+                               random_state=7)
+    yield "HGB, synthetic (m = 1 500)", (X, y), 1500 / 3200, MemoHGB, HGB_SPACE
 
 
 def part_a(seeds: int, quick: bool) -> list[dict]:
-    grid = candidate_set(SearchSpace(SPACE), 64, random_state=0).params
     rows = []
-    for name, (X, y), val_share in tasks(quick):
+    for name, (X, y), val_share, Model, space in tasks(quick):
+        grid = candidate_set(SearchSpace(space), 64, random_state=0).params
         Xa, Xte, ya, yte = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
         Xtr, Xva, ytr, yva = train_test_split(Xa, ya, test_size=val_share, random_state=0, stratify=ya)
-        val = np.array([MemoSVC(**p).fit(Xtr, ytr).score(Xva, yva) for p in grid])
-        test = {tuple(sorted(p.items())): MemoSVC(**p).fit(Xtr, ytr).score(Xte, yte) for p in grid}
+        val = np.array([Model(**p).fit(Xtr, ytr).score(Xva, yva) for p in grid])
+        test = {tuple(sorted(p.items())): Model(**p).fit(Xtr, ytr).score(Xte, yte) for p in grid}
         tests = np.array([test[tuple(sorted(p.items()))] for p in grid])
         ceiling = float(tests[int(np.argmax(val))])
         floor = float(np.median(tests))
@@ -117,23 +155,26 @@ def part_a(seeds: int, quick: bool) -> list[dict]:
             nonpriv_random = float(np.median([tests[p[int(np.argmax(val[p]))]] for p in picks]))
             for eps in EPS:
                 for method in METHODS:
-                    accs, errs = [], []
+                    accs, errs, secs = [], [], []
                     for s in range(seeds):
-                        search = PrivateSearchCV(MemoSVC(), SPACE, method=method, epsilon=eps, delta=1e-6,
+                        t_cell = time.perf_counter()
+                        search = PrivateSearchCV(Model(), space, method=method, epsilon=eps, delta=1e-6,
                                                  n_iter=n_iter, n_candidates=1, candidate_grid=grid, refit=False,
                                                  random_state=50_000 + s)
                         search.fit(Xtr, ytr, X_val=Xva, y_val=yva)
+                        secs.append(time.perf_counter() - t_cell)
                         p = search.best_params_
                         k = tuple(sorted(p.items()))
-                        accs.append(test[k] if k in test else MemoSVC(**p).fit(Xtr, ytr).score(Xte, yte))
-                        true_val = MemoSVC(**p).fit(Xtr, ytr).score(Xva, yva)
+                        accs.append(test[k] if k in test else Model(**p).fit(Xtr, ytr).score(Xte, yte))
+                        true_val = Model(**p).fit(Xtr, ytr).score(Xva, yva)
                         errs.append(abs(search.release_.score - true_val))
                     regret = 100 * (ceiling - np.asarray(accs))
                     row = {"task": name, "m": int(len(yva)), "n_iter": n_iter, "epsilon": eps, "method": method,
                            "test_median": float(np.median(accs)), "test_p10": float(np.percentile(accs, 10)),
                            "regret_median": float(np.median(regret)), "regret_p90": float(np.percentile(regret, 90)),
                            "score_error_median": float(np.median(errs)), "ceiling": ceiling, "floor": floor,
-                           "nonprivate_random": nonpriv_random}
+                           "nonprivate_random": nonpriv_random,
+                           "seconds_median": float(np.median(secs))}
                     rows.append(row)
                     print(f"A {name[:16]:16s} m={row['m']:5d} T={n_iter:2d} eps={eps:<4g} {method:9s} "
                           f"regret {row['regret_median']:5.1f} (p90 {row['regret_p90']:5.1f}) "
@@ -152,13 +193,30 @@ def _per_fit_epsilon(cls, total: float, n_fits: int) -> float:
     return lo
 
 
+def _stopping_per_fit_epsilon(search_kw: dict, total: float, m: int) -> float:
+    """The largest pure per-fit epsilon whose random-stopping plan (one RepeatAndSelectEvent + refit) is affordable."""
+    lo, hi = 1e-3, total
+    for _ in range(30):
+        mid = (lo * hi) ** 0.5
+        search = PrivateSearchCV(DPLogisticRegression(epsilon=mid, noise="laplace", classes=[0, 1]), **search_kw)
+        try:
+            search.privacy_plan(m)
+            ok = True
+        except Exception:  # noqa: BLE001 - an unaffordable plan is refused
+            ok = False
+        lo, hi = (mid, hi) if ok else (lo, mid)
+    return lo
+
+
 def part_b(seeds: int, quick: bool) -> list[dict]:
     rows = []
     data = [("breast cancer", load_breast_cancer(return_X_y=True))]
     if not quick:
         data.append(("synthetic 5 000", make_classification(n_samples=5000, n_features=20, n_informative=8,
                                                             random_state=0)))
-    estimators = {"DPLogisticRegression": DPLogisticRegression, "DPLinearSVC": DPLinearSVC, "DPSVC": DPSVC}
+    estimators = {"DPLogisticRegression": DPLogisticRegression, "DPLinearSVC": DPLinearSVC, "DPSVC": DPSVC,
+                  "DPLogisticRegression (Laplace), random stopping": None}
+    space = {"C": Real(1e-2, 1e2, log=True)}
     for name, (X, y) in data:
         X = StandardScaler().fit_transform(X)  # public preprocessing for the benchmark
         X = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
@@ -168,25 +226,53 @@ def part_b(seeds: int, quick: bool) -> list[dict]:
         majority = max(np.mean(yte), 1 - np.mean(yte))
         for est_name, cls in estimators.items():
             for total in (0.3, 1.0, 3.0):
-                per_fit = _per_fit_epsilon(cls, total, 6)
+                if cls is None:
+                    kw = dict(sensitive="both", epsilon=total, delta=1e-6, n_iter=5, n_candidates=64,
+                              method_params={"selection": "random-stopping"})
+                    per_fit = _stopping_per_fit_epsilon(dict(search_space=space, **kw), total, len(yva))
+
+                    def make(s, per_fit=per_fit, kw=kw):
+                        return PrivateSearchCV(DPLogisticRegression(epsilon=per_fit, noise="laplace", classes=[0, 1]),
+                                               space, random_state=70_000 + s, **kw)
+                else:
+                    per_fit = _per_fit_epsilon(cls, total, 6)
+
+                    def make(s, per_fit=per_fit, cls=cls, total=total):
+                        return PrivateSearchCV(cls(epsilon=per_fit, classes=[0, 1]), space, sensitive="both",
+                                               epsilon=total, delta=1e-6, n_iter=5, n_candidates=64,
+                                               random_state=70_000 + s)
                 accs = []
                 for s in range(seeds):
-                    search = PrivateSearchCV(cls(epsilon=per_fit, classes=[0, 1]), {"C": Real(1e-2, 1e2, log=True)},
-                                             sensitive="both", epsilon=total, delta=1e-6, n_iter=5, n_candidates=64,
-                                             random_state=70_000 + s)
+                    search = make(s)
                     search.fit(Xtr, ytr, X_val=Xva, y_val=yva)
                     accs.append(search.best_estimator_.score(Xte, yte))
                 accs = np.asarray(accs)
                 row = {"task": name, "estimator": est_name, "epsilon_total": total, "per_fit_epsilon": per_fit,
+                       "method": search.method_, "n_train": int(len(ytr)), "m": int(len(yva)),
                        "test_median": float(np.median(accs)), "test_p10": float(np.percentile(accs, 10)),
                        "regret_median": float(100 * (ceiling - np.median(accs))),
                        "majority_share": float(np.mean(np.abs(accs - majority) < 1e-9)),
                        "ceiling": ceiling, "majority": majority}
                 rows.append(row)
-                print(f"B {name[:16]:16s} {est_name:20s} eps={total:<4g} per-fit {per_fit:.3f} test "
+                print(f"B {name[:16]:16s} {est_name[:30]:30s} eps={total:<4g} per-fit {per_fit:.3f} test "
                       f"{row['test_median']:.3f} (p10 {row['test_p10']:.3f}) majority share "
                       f"{row['majority_share']:.2f} | ceiling {ceiling:.3f}", flush=True)
     return rows
+
+
+def summary(a_rows) -> list[str]:
+    """Per method and epsilon, over every part-A cell: mean of the median and of the 90th-percentile regret."""
+    L = ["", "### Summary over every part-A cell (tasks × n_iter)\n",
+         "| ε | method | mean of median regret | mean of p90 regret | worst p90 regret | median score error |",
+         "|---|---|---|---|---|---|"]
+    for eps in EPS:
+        for method in METHODS:
+            sel = [r for r in a_rows if r["epsilon"] == eps and r["method"] == method]
+            if sel:
+                L.append(f"| {eps:g} | {method} | {np.mean([r['regret_median'] for r in sel]):.1f} | "
+                         f"{np.mean([r['regret_p90'] for r in sel]):.1f} | {max(r['regret_p90'] for r in sel):.1f} | "
+                         f"{np.median([r['score_error_median'] for r in sel]):.3g} |")
+    return L
 
 
 def render(meta, a_rows, b_rows) -> str:
@@ -195,19 +281,24 @@ def render(meta, a_rows, b_rows) -> str:
          f"{meta['seconds']:.0f} s. `python benchmarks/privacy_utility.py`. Regret: points of test accuracy "
          "against non-private selection among the same 64 candidates (negative: the released choice tested "
          "better). Score error: |released - true validation score|.\n",
-         "## A. Validation rows sensitive (RBF SVC)\n",
+         "## A. Validation rows sensitive (RBF SVC; HGB on one task)\n",
          "| task | m | n_iter | ε | method | regret median | regret p90 | test median | test p10 | score error | "
-         "non-private random search | ceiling | floor |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+         "non-private random search | ceiling | floor | s per search |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in a_rows:
         L.append(f"| {r['task']} | {r['m']} | {r['n_iter']} | {r['epsilon']:g} | {r['method']} | "
                  f"{r['regret_median']:.1f} | {r['regret_p90']:.1f} | {r['test_median']:.3f} | {r['test_p10']:.3f} | "
                  f"{r['score_error_median']:.3g} | {r['nonprivate_random']:.3f} | {r['ceiling']:.3f} | "
-                 f"{r['floor']:.3f} |")
-    L += ["", "## B. Training and validation rows sensitive (`sensitive=\"both\"`, method `random`, n_iter = 5)\n",
-          "| task | estimator | ε per role | per-fit ε | test median | test p10 | regret median | majority-model "
-          "share | non-private LR |", "|---|---|---|---|---|---|---|---|---|"]
+                 f"{r['floor']:.3f} | {r.get('seconds_median', float('nan')):.2f} |")
+    L += summary(a_rows)
+    L += ["", "Seconds per search: median wall time with memoised fits and predictions (the first seed of a task "
+          "pays the fits), i.e. mostly privtune's own overhead.", "",
+          "## B. Training and validation rows sensitive (`sensitive=\"both\"`, n_iter = 5)\n",
+          "| task | estimator | method | ε per role | per-fit ε | test median | test p10 | regret median | "
+          "majority-model share | non-private LR |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in b_rows:
-        L.append(f"| {r['task']} | {r['estimator']} | {r['epsilon_total']:g} | {r['per_fit_epsilon']:.3f} | "
+        L.append(f"| {r['task']} | {r['estimator']} | {r.get('method', 'random')} | {r['epsilon_total']:g} | "
+                 f"{r['per_fit_epsilon']:.3f} | "
                  f"{r['test_median']:.3f} | {r['test_p10']:.3f} | {r['regret_median']:.1f} | "
                  f"{r['majority_share']:.2f} | {r['ceiling']:.3f} |")
     return "\n".join(L) + "\n"

@@ -239,9 +239,9 @@ def test_declared_initial_gap_sets_the_opt_horizon_and_matches_the_solver():
         assert 1.0 * (1 - 2e-3) < clf.privacy_spent_.epsilon <= 1.0
     assert horizons[0] <= horizons[1] <= horizons[2] and horizons[0] < horizons[2]
     # the same T* as the solver with the same declaration (the estimator appends the intercept column)
-    U = np.hstack((X, np.ones((X.shape[0], 1))))
+    U = np.hstack((X, np.full((X.shape[0], 1), 0.5)))  # the default intercept_scaling
     res = dp_accelerated(U, np.where(y == 1, 1.0, -1.0), epsilon=1.0, alpha=1.0 / X.shape[0], data_norm=2.0,
-                         data_norm_l2=math.sqrt(2.0), n_iter=200, initial_gap=10.0, max_slope=0.5, random_state=0,
+                         data_norm_l2=math.sqrt(1.25), n_iter=200, initial_gap=10.0, max_slope=0.5, random_state=0,
                          noise="gaussian", delta=1e-6)
     assert res.n_iter == horizons[1]
     # horizon="max_iter" ignores it

@@ -31,7 +31,7 @@ def test_linear_svc_learns_and_charges():
     assert clf.score(X, y) > 0.9
     assert math.isclose(acc.spent.epsilon, 1.0, rel_tol=1e-12) and clf.accountant_ is acc
     assert not hasattr(clf, "predict_proba")
-    assert clf.optimize_result_.smoothness == pytest.approx((1.0 + 1.0) / 1.0 + 1 / (10.0 * 4000))
+    assert clf.optimize_result_.smoothness == pytest.approx((1.0 + 0.25) / 1.0 + 1 / (10.0 * 4000))
 
 
 def test_linear_svc_refuses_bad_smoothing_and_over_budget():
@@ -46,13 +46,13 @@ def test_linear_svc_refuses_bad_smoothing_and_over_budget():
 
 def test_rbf_svc_beats_linear_on_a_circle():
     X, y = _circle(2)
-    laplace_sens = 2 * min(math.sqrt(40) + 1.0, math.sqrt(21) * math.sqrt(2.0))
-    for noise, sens in (("laplace", laplace_sens), ("gaussian", 2 * math.sqrt(1 + 1.0))):
+    laplace_sens = 2 * min(math.sqrt(40) + 0.5, math.sqrt(21) * math.sqrt(1.25))  # intercept_scaling 0.5
+    for noise, sens in (("laplace", laplace_sens), ("gaussian", 2 * math.sqrt(1 + 0.25))):
         rbf = DPSVC(C=100.0, gamma=0.5, n_components=20, epsilon=10.0, noise=noise, random_state=0).fit(X, y)
         lin = DPLinearSVC(C=100.0, data_norm=10.0, epsilon=10.0, noise=noise, random_state=0).fit(X, y)
         assert rbf.score(X, y) > 0.8 > lin.score(X, y) - 0.1
         assert rbf.score(X, y) > lin.score(X, y) + 0.1
-        # L1 bound min(sqrt(2 D) + 1, sqrt(D + 1) sqrt(2)) (Laplace) or L2 bound sqrt(1 + 1) (Gaussian) of the
+        # L1 bound min(sqrt(2 D) + s, sqrt(D + 1) sqrt(1 + s^2)) (Laplace) or L2 bound sqrt(1 + s^2) (Gaussian), s = 0.5, of the
         # augmented features, whose L2 norm is clipped to 1 before the intercept is appended
         assert rbf.optimize_result_.sensitivity == pytest.approx(sens)
 
@@ -102,7 +102,7 @@ def test_svms_accept_gaussian_noise():
     Xc, yc = _circle(3)
     rbf = DPSVC(C=100.0, gamma=0.5, n_components=20, epsilon=5.0, noise="gaussian", delta=1e-6,
                 random_state=0).fit(Xc, yc)
-    assert rbf.optimize_result_.sensitivity == pytest.approx(2 * math.sqrt(1.0 + 1.0))  # ||phi||_2 clipped to 1
+    assert rbf.optimize_result_.sensitivity == pytest.approx(2 * math.sqrt(1.0 + 0.25))  # ||phi||_2 clipped to 1
     phi = rbf._features(Xc, fitting=False)
     assert np.linalg.norm(phi, axis=1).max() <= 1.0 + 1e-12
     assert rbf.score(Xc, yc) > 0.8
