@@ -130,7 +130,8 @@ def clip_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, own
 
     ``mode="rows"`` scales offending rows down; ``mode="raise"`` refuses them
     (beyond a relative tolerance of ``1e-12`` for float rounding, under which
-    they are scaled). The error message never contains a value of the data.
+    they are scaled). The error message contains no value of the data and no
+    count of offending rows (a count is a statistic of the rows).
     """
     n1 = np.abs(U).sum(axis=1)
     n2 = np.sqrt(np.einsum("ij,ij->i", U, U))
@@ -143,10 +144,9 @@ def clip_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, own
         return U
     if mode == "raise":
         tol = 1.0 - 1e-12
-        bad = int(np.count_nonzero(factor < tol))
-        if bad:
+        if bool(np.any(factor < tol)):
             raise InvalidParameterError(
-                f"{bad} row(s) of {name!r} passed to {owner} exceed the declared bound "
+                f"Some row(s) of {name!r} passed to {owner} exceed the declared bound "
                 f"(L1 norm {l1_bound!r}, L2 norm {l2_bound!r}) and clip='raise'. Scale the data to the "
                 "declared bound, raise the bound, or use clip='rows'.")
     factor = np.where(over, factor * _CLIP_SHRINK, 1.0)
