@@ -213,7 +213,9 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
         acc.spend(event, phase=owner, role="training")  # write-ahead, before any value of X or y is read
         X, y = _numeric_rows(self, X, y, owner)
         z, usable = self._encode_labels(y, owner)
-        X = np.where(np.isfinite(X), X, 0.0)  # a non-finite entry is mapped to 0, row by row
+        finite = np.isfinite(X)
+        if not finite.all():
+            X = np.where(finite, X, 0.0)  # a non-finite entry is mapped to 0, row by row
         U = self._features(X, fitting=True)
         r1, r2 = self._feature_bounds(X.shape[1])
         s = params["intercept_scaling"]
@@ -333,8 +335,10 @@ _COMMON_PARAMS_DOC = """
         constants only. ``"auto"`` (privtune's rule, not in the paper): ``T``
         grows as ``sqrt(n / (nm sqrt(d)))`` (Gaussian; ``nm`` the fit's noise
         multiplier, ``d`` the number of coefficients), between 5 and
-        ``max_iter``, and the output is the mean of the last ``ceil(T/2)``
-        iterates (:func:`privtune.optim._schedules.auto_horizon`).
+        ``min(max_iter, max(20, d))`` (about ``d`` steps finish the
+        optimisation once the noise is small), and the output is the mean of
+        the last ``ceil(T/2)`` iterates
+        (:func:`privtune.optim._schedules.auto_horizon`).
         ``"max_iter"``: ``T = max_iter``, tail-averaged output.
         ``"paper"``: Kuru et al.'s ``T*`` minimising their bound with
         ``mu = 1 / (C n)``, last iterate; faithful, but it picks one or a few
@@ -363,10 +367,8 @@ _COMMON_PARAMS_DOC = """
     max_iter : int in [1, 100000], default=100
         Largest number of steps (exactly the number with
         ``horizon="max_iter"``). Every step is one full pass over the data
-        (one batch with ``batch_size``). With ``horizon="auto"`` the cap binds
-        only when ``n epsilon`` is large (e.g. ``n`` above about 30 000 rows of
-        20 features at epsilon = 1), where more steps no longer change the
-        accuracy measurably.
+        (one batch with ``batch_size``). With ``horizon="auto"`` the rule's
+        own cap ``max(20, d)`` binds first unless ``d`` exceeds 100.
     step_scale : float in (0, 1], default=1.0
         ``c`` in the step size ``c / L`` (``L`` from the declared bounds).
     initial_gap : float in (0, inf) or None, default=None

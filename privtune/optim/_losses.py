@@ -133,12 +133,14 @@ def clip_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, own
     they are scaled). The error message contains no value of the data and no
     count of offending rows (a count is a statistic of the rows).
     """
-    n1 = np.abs(U).sum(axis=1)
     n2 = np.sqrt(np.einsum("ij,ij->i", U, U))
     with np.errstate(divide="ignore", invalid="ignore"):
-        f1 = np.where(n1 > l1_bound, l1_bound / n1, 1.0)
         f2 = np.where(n2 > l2_bound, l2_bound / n2, 1.0)
-    factor = np.minimum(f1, f2)
+        if l1_bound >= math.sqrt(U.shape[1]) * l2_bound:  # ||u||_1 <= sqrt(d) ||u||_2: the L1 bound cannot bind
+            factor = f2
+        else:
+            n1 = np.abs(U).sum(axis=1)
+            factor = np.minimum(np.where(n1 > l1_bound, l1_bound / n1, 1.0), f2)
     over = factor < 1.0
     if not over.any():
         return U
@@ -149,8 +151,10 @@ def clip_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, own
                 f"Some row(s) of {name!r} passed to {owner} exceed the declared bound "
                 f"(L1 norm {l1_bound!r}, L2 norm {l2_bound!r}) and clip='raise'. Scale the data to the "
                 "declared bound, raise the bound, or use clip='rows'.")
-    factor = np.where(over, factor * _CLIP_SHRINK, 1.0)
-    return U * factor[:, None]
+    rows = np.flatnonzero(over)
+    out = U.copy()
+    out[rows] *= (factor[rows] * _CLIP_SHRINK)[:, None]  # only the offending rows are rescaled
+    return out
 
 
 def l1_bound_of(l1: float, l2: float, dim: int) -> float:

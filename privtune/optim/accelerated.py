@@ -249,7 +249,7 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
             ratio = 2.0 * nm_run * math.sqrt(d) / n
         else:
             ratio = 2.0 * math.sqrt(2.0 * d) * (r1_eff / r2) / (n * eps)
-        horizon = auto_horizon(ratio, horizon, laplace=kind == "laplace")
+        horizon = auto_horizon(ratio, horizon, laplace=kind == "laplace", dim=d)
     sched = step_schedule(solver, horizon, c, smooth, mu, p)
     if horizon_rule == "paper" and not solver.endswith("-opt"):
         if kind == "gaussian":

@@ -168,8 +168,8 @@ def test_large_epsilon_approaches_sklearn_on_the_same_objective():
     augmented data."""
     X, y = _blobs(7, n=2000)
     C = 0.05
-    clf = DPLogisticRegression(epsilon=1e5, C=C, solver="nag", max_iter=3000, max_slope=1.0,
-                               random_state=0).fit(X, y)
+    clf = DPLogisticRegression(epsilon=1e5, C=C, solver="nag", horizon="max_iter", max_iter=3000, max_slope=1.0,
+                               intercept_scaling=1.0, random_state=0).fit(X, y)
     Xc = np.hstack((clip_rows(X, 1.0, 1.0, mode="rows", owner="t"), np.ones((X.shape[0], 1))))
     ref = LogisticRegression(C=C, fit_intercept=False, tol=1e-12, max_iter=10_000).fit(Xc, y)
     np.testing.assert_allclose(clf.coef_[0], ref.coef_[0][:-1], atol=5e-3)
