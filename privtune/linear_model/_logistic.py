@@ -335,7 +335,7 @@ _COMMON_PARAMS_DOC = """
         constants only. ``"auto"`` (privtune's rule, not in the paper): ``T``
         grows as ``sqrt(n / (nm sqrt(d)))`` (Gaussian; ``nm`` the fit's noise
         multiplier, ``d`` the number of coefficients), between 5 and
-        ``min(max_iter, max(20, d))`` (about ``d`` steps finish the
+        ``min(max_iter, max(50, 2 d))`` (enough steps to finish the
         optimisation once the noise is small), and the output is the mean of
         the last ``ceil(T/2)`` iterates
         (:func:`privtune.optim._schedules.auto_horizon`).
@@ -368,7 +368,7 @@ _COMMON_PARAMS_DOC = """
         Largest number of steps (exactly the number with
         ``horizon="max_iter"``). Every step is one full pass over the data
         (one batch with ``batch_size``). With ``horizon="auto"`` the rule's
-        own cap ``max(20, d)`` binds first unless ``d`` exceeds 100.
+        own cap ``max(50, 2 d)`` binds first unless ``d`` exceeds 50.
     step_scale : float in (0, 1], default=1.0
         ``c`` in the step size ``c / L`` (``L`` from the declared bounds).
     initial_gap : float in (0, inf) or None, default=None

@@ -79,11 +79,11 @@ def test_horizon_rules():
     Xtr, Xte, ytr, yte = _data("breast")
     steps = [DPLogisticRegression(epsilon=e, classes=[0, 1], random_state=0).fit(Xtr, ytr).n_iter_
              for e in (0.01, 0.1, 1.0, 10.0, 1e4)]
-    # at most max(20, d) steps: d = 30 features + the intercept
-    assert steps == sorted(steps) and steps[0] == 5 and steps[-1] == 31, steps
+    # at most max(50, 2 d) steps: d = 30 features + the intercept
+    assert steps == sorted(steps) and steps[0] == 5 and steps[-1] == 62, steps
     assert auto_horizon(1e-12, 37) == 37 and auto_horizon(100.0, 37) == 5 and auto_horizon(100.0, 3) == 3
     assert auto_horizon(0.04, 100) == 25 and auto_horizon(0.04, 100, laplace=True) == round(625**0.4)
-    assert auto_horizon(1e-12, 100, dim=3) == 20 and auto_horizon(1e-12, 100, dim=64) == 64
+    assert auto_horizon(1e-12, 100, dim=3) == 50 and auto_horizon(1e-12, 1000, dim=64) == 128
     assert auto_horizon(1e-12, 10, dim=64) == 10
     exact = DPLogisticRegression(classes=[0, 1], horizon="max_iter", max_iter=13, random_state=0).fit(Xtr, ytr)
     assert exact.n_iter_ == 13
