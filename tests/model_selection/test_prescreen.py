@@ -82,3 +82,23 @@ def test_keep_and_screen_parameters_are_checked():
     wide = PrivateSearchCV(Threshold(), SPACE, method="prescreen", n_iter=3, n_candidates=32, validation_size=0.3,
                            method_params={"keep": 8, "screen_size": 16, "screen_cv": 2}, random_state=0).fit(X, y)
     assert len(wide.candidates_) == 8 and wide.release_.diagnostics["prescreen"]["screened"] == 16
+
+
+def test_default_method_auto_resolves_from_public_parameters():
+    """``method="auto"`` (the default) is prescreen with public training rows apart from validation, else random."""
+    X, y = _data(3)
+    search = PrivateSearchCV(Threshold(), SPACE, epsilon=1.0, n_iter=5, random_state=0)
+    assert search.method == "auto" and search.privacy_plan(300)["method"] == "prescreen"
+    search.fit(X[:300], y[:300], X_val=X[300:], y_val=y[300:])
+    assert search.method_ == "prescreen" and search.report_.to_dict()["method"] == "prescreen"
+    # an explicit random-only selection keeps random
+    stop = PrivateSearchCV(Threshold(), SPACE, epsilon=1.0, delta=1e-6, n_iter=5,
+                           method_params={"selection": "exponential"})
+    assert stop.privacy_plan(300)["method"] == "random"
+    # sensitive training rows (or cv): random, never a screening that would read them without privacy
+    for kw in ({"sensitive": "both"}, {"sensitive": "both", "cv": 3}):
+        both = PrivateSearchCV(DPLogisticRegression(epsilon=0.05, classes=[0, 1]), {"C": Real(0.1, 10.0, log=True)},
+                               epsilon=1.0, delta=1e-6, n_iter=3, **kw)
+        assert both.privacy_plan(300)["method"] == "random"
+    both.fit(X, y)
+    assert both.method_ == "random"
