@@ -131,7 +131,7 @@ def main() -> None:
             refs = references(Xtr, ytr, Xte, yte, cls(classes=[0, 1], **kw))
             accs, steps = [], []
             for eps in EPS:
-                a, t = median_acc(lambda s, e=eps: cls(epsilon=e, classes=[0, 1], random_state=s, **kw),
+                a, t = median_acc(lambda s, e=eps, c=cls, k=kw: c(epsilon=e, classes=[0, 1], random_state=s, **k),
                                   Xa, ytr, Xb, yte, args.seeds)
                 accs.append(a)
                 steps.append(t)
@@ -168,7 +168,8 @@ def render(meta, rows) -> str:
     for r in rows:
         cells = " | ".join(f"{a:.3f} (T={t})" for a, t in zip(r["accuracy"], r["steps"], strict=True))
         same = r["references"].get("same_features")
-        L.append(f"| {r['dataset']} | {r['n_train']} | {r['estimator']} | {cells} | {r['references']['sklearn']:.3f} "
+        L.append(f"| {r['dataset']} | {r['n_train']} | {r['estimator']} | {cells} "
+                 f"| {r['references']['sklearn']:.3f} "
                  f"| {'' if same is None else f'{same:.3f}'} | {r['gap_eps1']:.1f} | {'yes' if r['monotone'] else 'NO'} "
                  f"| {r['majority']:.3f} |")
     defaults = [r for r in rows if r["estimator"] in ("DPLogisticRegression", "DPLinearSVC", "DPSVC")]

@@ -81,11 +81,11 @@ from privtune.mechanisms.laplace import Laplace
 from privtune.optim._losses import MarginLoss, clip_rows, get_loss, l1_bound_of
 from privtune.optim._result import DPOptimizeResult
 from privtune.optim._schedules import (
+    HORIZONS,
     SOLVERS,
+    auto_horizon,
     base_epsilon,
     opt_split,
-    HORIZONS,
-    auto_horizon,
     opt_split_gaussian,
     step_schedule,
     uniform_paper_horizon,

@@ -52,7 +52,8 @@ def test_rbf_svc_beats_linear_on_a_circle():
         lin = DPLinearSVC(C=100.0, data_norm=10.0, epsilon=10.0, noise=noise, random_state=0).fit(X, y)
         assert rbf.score(X, y) > 0.8 > lin.score(X, y) - 0.1
         assert rbf.score(X, y) > lin.score(X, y) + 0.1
-        # L1 bound min(sqrt(2 D) + s, sqrt(D + 1) sqrt(1 + s^2)) (Laplace) or L2 bound sqrt(1 + s^2) (Gaussian), s = 0.5, of the
+        # L1 bound min(sqrt(2 D) + s, sqrt(D + 1) sqrt(1 + s^2)) (Laplace) or L2 bound sqrt(1 + s^2)
+        # (Gaussian), s = 0.5, of the
         # augmented features, whose L2 norm is clipped to 1 before the intercept is appended
         assert rbf.optimize_result_.sensitivity == pytest.approx(sens)
 
