@@ -170,7 +170,8 @@ def render(meta, rows) -> str:
         same = r["references"].get("same_features")
         L.append(f"| {r['dataset']} | {r['n_train']} | {r['estimator']} | {cells} "
                  f"| {r['references']['sklearn']:.3f} "
-                 f"| {'' if same is None else f'{same:.3f}'} | {r['gap_eps1']:.1f} | {'yes' if r['monotone'] else 'NO'} "
+                 f"| {'' if same is None else f'{same:.3f}'} | {r['gap_eps1']:.1f} "
+                 f"| {'yes' if r['monotone'] else 'NO'} "
                  f"| {r['majority']:.3f} |")
     defaults = [r for r in rows if r["estimator"] in ("DPLogisticRegression", "DPLinearSVC", "DPSVC")]
     L += ["", "## Checks (defaults only)", ""]

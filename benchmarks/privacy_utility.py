@@ -2,8 +2,9 @@
 
 Part A -- validation rows sensitive, training rows public. Tasks (nothing downloaded): an RBF ``SVC``
 (C, gamma on log scales; inputs standardised inside the model) on breast cancer, digits (10 classes),
-wine and synthetic sets with m = 2 000 and m = 20 000 validation rows; a ``HistGradientBoostingClassifier``
-(learning rate, leaf count, L2 regularisation) on a synthetic set with m = 1 500. One fixed candidate set of 64 Sobol points per
+wine and synthetic sets with m = 2 000 and m = 20 000 validation rows; a
+``HistGradientBoostingClassifier`` (learning rate, leaf count, L2 regularisation) on a synthetic set
+with m = 1 500. One fixed candidate set of 64 Sobol points per
 task (given as ``candidate_grid``) so that the seeds vary the privacy noise only; fits and predictions
 are memoised (they are the same in every cell). Methods: ``auto`` (the default; it resolves to
 ``prescreen`` here, the training rows being public), ``random``, ``prescreen``,
@@ -131,8 +132,8 @@ def tasks(quick: bool):
     yield "wine (3 classes)", load_wine(return_X_y=True), 0.5, MemoSVC, SPACE
     X, y = make_classification(n_samples=3500, n_features=20, n_informative=6, flip_y=0.05, random_state=0)
     yield "synthetic (m = 2 000)", (X, y), 2000 / 2800, MemoSVC, SPACE
-    X, y = make_classification(n_samples=28750, n_features=20, n_informative=6, flip_y=0.05, random_state=5)
-    yield "synthetic (m = 20 000)", (X, y), 20000 / 23000, MemoSVC, SPACE
+    X, y = make_classification(n_samples=26000, n_features=20, n_informative=6, flip_y=0.05, random_state=5)
+    yield "synthetic (m = 20 000)", (X, y), 20000 / 20800, MemoSVC, SPACE  # 800 training rows, as above
     X, y = make_classification(n_samples=4000, n_features=20, n_informative=10, n_redundant=4, flip_y=0.05,
                                random_state=7)
     yield "HGB, synthetic (m = 1 500)", (X, y), 1500 / 3200, MemoHGB, HGB_SPACE
