@@ -334,7 +334,8 @@ _COMMON_PARAMS_DOC = """
         How the number of steps ``T <= max_iter`` is chosen, from public
         constants only. ``"auto"`` (privtune's rule, not in the paper): ``T``
         grows as ``sqrt(n / (nm sqrt(d)))`` (Gaussian; ``nm`` the fit's noise
-        multiplier, ``d`` the number of coefficients), between 5 and
+        multiplier, ``d`` the number of coefficients), or as
+        ``n / (nm sqrt(d))`` when the noise is large, between 1 and
         ``min(max_iter, max(50, 2 d))`` (enough steps to finish the
         optimisation once the noise is small), and the output is the mean of
         the last ``ceil(T/2)`` iterates

@@ -48,8 +48,10 @@ HORIZONS = ("auto", "max_iter", "paper")
 #: ``T = AUTO_HORIZON_SCALE / sqrt(r)`` in :func:`auto_horizon` (privtune's rule, measured in
 #: ``benchmarks/dp_trainer_defaults.py``).
 AUTO_HORIZON_SCALE = 5.0
-#: Fewest steps :func:`auto_horizon` chooses (unless the cap is lower).
-AUTO_HORIZON_MIN = 5
+#: Fewest steps :func:`auto_horizon` chooses.
+AUTO_HORIZON_MIN = 1
+#: In the noisy regime (``r`` above about 0.09) :func:`auto_horizon` runs ``AUTO_HORIZON_NOISY / r`` steps.
+AUTO_HORIZON_NOISY = 1.5
 #: :func:`auto_horizon` runs at most ``max(AUTO_HORIZON_CONVERGED, 2 d)`` steps.
 AUTO_HORIZON_CONVERGED = 50
 
@@ -240,7 +242,12 @@ def auto_horizon(noise_to_signal: float, cap: int, *, laplace: bool = False, dim
     (Gaussian: precisions add) or ``r T`` (Laplace: epsilons add). ``T`` is
     the horizon at which that per-step ratio equals ``25 T**-1.5``, i.e.
     ``T = 5 / sqrt(r)`` for Gaussian noise and ``T = (25 / r)**0.4`` for
-    Laplace, rounded and clamped to ``[5, cap]``. With ``dim`` (the number of
+    Laplace; in the noisy regime (``r`` above about 0.09) fewer steps are taken,
+    ``T = 1.5 / r`` (Gaussian; per-step ratio ``1.5 / sqrt(T)``) or
+    ``(1.5 / r)**(2/3)`` (Laplace), down to one step: when one step's noise is
+    as large as the largest possible gradient, every further step adds noise
+    faster than signal (measured: breast cancer at epsilon = 0.1, 0.86 with one
+    step against 0.76 with five). Rounded and clamped to ``[1, cap]``. With ``dim`` (the number of
     coefficients ``d``), ``T`` is also at most ``max(AUTO_HORIZON_CONVERGED, 2 d)``
     = ``max(50, 2 d)``: once the noise is small, more steps only finish the
     optimisation, and on rows of bounded norm the curvature along a typical
@@ -263,10 +270,11 @@ def auto_horizon(noise_to_signal: float, cap: int, *, laplace: bool = False, dim
         cap = min(cap, max(AUTO_HORIZON_CONVERGED, 2 * int(dim)))
     if not math.isfinite(noise_to_signal) or noise_to_signal <= 0.0:
         return int(cap)
+    r = noise_to_signal
     if laplace:
-        t = (AUTO_HORIZON_SCALE**2 / noise_to_signal) ** 0.4
+        t = min((AUTO_HORIZON_SCALE**2 / r) ** 0.4, (AUTO_HORIZON_NOISY / r) ** (2.0 / 3.0))
     else:
-        t = AUTO_HORIZON_SCALE / math.sqrt(noise_to_signal)
+        t = min(AUTO_HORIZON_SCALE / math.sqrt(r), AUTO_HORIZON_NOISY / r)
     return int(min(cap, max(AUTO_HORIZON_MIN, round(t))))
 
 
