@@ -27,7 +27,7 @@ Random stopping (Papernot & Steinke; ``selection="random-stopping"``, pure-ε tr
 
 Peer libraries (diffprivlib, Opacus) are compared per fit in ``benchmarks/dp_trainer_peers.py``.
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/privacy_utility.py [--seeds 20] [--quick]``.
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/privacy_utility.py [--seeds 20] [--quick] [--part A|B]``.
 Writes ``benchmarks/results/privacy_utility.{json,md,png}``.
 """
 
@@ -333,13 +333,18 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--quick", action="store_true", help="breast cancer only, a smoke run; writes nothing")
+    ap.add_argument("--part", choices=["all", "A", "B"], default="all",
+                    help="run one part and keep the other from the existing results file")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     t0 = time.perf_counter()
-    a_rows = part_a(args.seeds, args.quick)
-    b_rows = part_b(args.seeds, args.quick)
+    old = json.loads((OUT / "privacy_utility.json").read_text()) if args.part != "all" else {}
+    a_rows = part_a(args.seeds, args.quick) if args.part in ("all", "A") else old["A"]
+    b_rows = part_b(args.seeds, args.quick) if args.part in ("all", "B") else old["B"]
     meta = {"run": time.strftime("%Y-%m-%d %H:%M"), "platform": platform.platform(), "privtune": privtune.__version__,
-            "seeds": args.seeds, "seconds": time.perf_counter() - t0}
+            "seeds": args.seeds, "seconds": time.perf_counter() - t0, "part": args.part}
+    if args.part != "all":
+        meta["other_part_from"] = old.get("meta", {}).get("run")
     md = render(meta, a_rows, b_rows)
     if args.quick:
         print(md)
