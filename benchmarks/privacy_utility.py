@@ -278,8 +278,10 @@ def summary(a_rows) -> list[str]:
 
 def render(meta, a_rows, b_rows) -> str:
     L = ["# Privacy-utility study (issue 11)\n",
-         f"Run {meta['run']}, {meta['platform']}, privtune {meta['privtune']}, {meta['seeds']} seeds per cell, "
-         f"{meta['seconds']:.0f} s. `python benchmarks/privacy_utility.py`. Regret: points of test accuracy "
+         f"Run {meta['run']}" + (f" (part {meta['part']} only; the other part from the run of "
+                                 f"{meta.get('other_part_from')})" if meta.get("part", "all") != "all" else "")
+         + f", {meta['platform']}, privtune {meta['privtune']}, {meta['seeds']} seeds per cell. "
+         "`python benchmarks/privacy_utility.py`. Regret: points of test accuracy "
          "against non-private selection among the same 64 candidates (negative: the released choice tested "
          "better). Score error: |released - true validation score|.\n",
          "## A. Validation rows sensitive (RBF SVC; HGB on one task)\n",
