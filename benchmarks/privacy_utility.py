@@ -77,17 +77,16 @@ def _key(X) -> str:
     return hashlib.sha1(np.ascontiguousarray(X).tobytes()).hexdigest()
 
 
-class MemoSVC(ClassifierMixin, BaseEstimator):
-    """``make_pipeline(StandardScaler(), SVC(C, gamma))`` with memoised fits and predictions."""
+class _Memo(ClassifierMixin, BaseEstimator):
+    """A classifier whose fits and predictions are memoised by (hyperparameters, data) (benchmark speed only)."""
 
-    def __init__(self, C: float = 1.0, gamma: float = 1.0) -> None:
-        self.C = C
-        self.gamma = gamma
+    def _build(self):  # pragma: no cover - abstract
+        raise NotImplementedError
 
     def fit(self, X, y):
-        self.key_ = (self.C, self.gamma, _key(X))
+        self.key_ = (type(self).__name__, *sorted(self.get_params().items()), _key(X))
         if self.key_ not in _FITS:
-            _FITS[self.key_] = make_pipeline(StandardScaler(), SVC(C=self.C, gamma=self.gamma)).fit(X, y)
+            _FITS[self.key_] = self._build().fit(X, y)
         self.classes_ = _FITS[self.key_].classes_
         return self
 
@@ -98,7 +97,18 @@ class MemoSVC(ClassifierMixin, BaseEstimator):
         return _PREDS[k]
 
 
-class MemoHGB(ClassifierMixin, BaseEstimator):
+class MemoSVC(_Memo):
+    """``make_pipeline(StandardScaler(), SVC(C, gamma))`` with memoised fits and predictions."""
+
+    def __init__(self, C: float = 1.0, gamma: float = 1.0) -> None:
+        self.C = C
+        self.gamma = gamma
+
+    def _build(self):
+        return make_pipeline(StandardScaler(), SVC(C=self.C, gamma=self.gamma))
+
+
+class MemoHGB(_Memo):
     """``HistGradientBoostingClassifier`` with memoised fits and predictions (fixed model seed)."""
 
     def __init__(self, learning_rate: float = 0.1, max_leaf_nodes: int = 31, l2_regularization: float = 0.0) -> None:
@@ -106,21 +116,11 @@ class MemoHGB(ClassifierMixin, BaseEstimator):
         self.max_leaf_nodes = max_leaf_nodes
         self.l2_regularization = l2_regularization
 
-    def fit(self, X, y):
-        self.key_ = ("hgb", self.learning_rate, self.max_leaf_nodes, self.l2_regularization, _key(X))
-        if self.key_ not in _FITS:
-            _FITS[self.key_] = HistGradientBoostingClassifier(
-                learning_rate=self.learning_rate, max_leaf_nodes=int(self.max_leaf_nodes),
-                l2_regularization=self.l2_regularization, max_iter=100, early_stopping=False,
-                random_state=0).fit(X, y)
-        self.classes_ = _FITS[self.key_].classes_
-        return self
-
-    def predict(self, X):
-        k = (self.key_, _key(X))
-        if k not in _PREDS:
-            _PREDS[k] = _FITS[self.key_].predict(X)
-        return _PREDS[k]
+    def _build(self):
+        return HistGradientBoostingClassifier(learning_rate=self.learning_rate,
+                                              max_leaf_nodes=int(self.max_leaf_nodes),
+                                              l2_regularization=self.l2_regularization, max_iter=100,
+                                              early_stopping=False, random_state=0)
 
 
 def tasks(quick: bool):
