@@ -421,7 +421,6 @@ class PrivateSearchCV(BaseSearchCV):
             raise InvalidParameterError("PrivateSearchCV.score needs refit=True (a fitted best_estimator_).")
         return self.scorer_.score_public(self.best_estimator_, X, y)
 
-    # sklearn's BaseSearchCV hook; the search is run by fit itself.
     def _resolved_method(self) -> str:
         """The release method ``method="auto"`` stands for, from public parameters only.
 
@@ -437,6 +436,7 @@ class PrivateSearchCV(BaseSearchCV):
             return "prescreen"
         return "random"
 
+    # sklearn's BaseSearchCV hook; the search is run by fit itself.
     def _run_search(self, evaluate_candidates: Any) -> None:  # pragma: no cover
         raise NotImplementedError("PrivateSearchCV runs its own private search in fit().")
 
