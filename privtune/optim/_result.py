@@ -73,7 +73,7 @@ class DPOptimizeResult:
     seeded : bool
         True when the noise came from a seeded generator (not for release).
     extra : dict
-        Public diagnostics (declared constants; for Gaussian also the
+        Public diagnostics (declared constants, the ``horizon_rule``; for Gaussian also the
         per-step ``noise_multipliers`` and ``precision_shares``).
     noise : {"laplace", "gaussian"}
         The noise kind (``"gaussian"`` is privtune's extension).

@@ -262,8 +262,10 @@ def auto_horizon(noise_to_signal: float, cap: int, *, laplace: bool = False, dim
     5 had the lowest mean loss of accuracy against the best fixed horizon per
     cell on six data sets at epsilon 0.1 to 10 (``benchmarks/dp_trainer_defaults.py``).
     This is privtune's deviation from Kuru et al. (2022), whose bound-minimising
-    ``T*`` (``horizon="paper"``) with ``mu = 1 / (C n)`` picks 1 to 6 steps at
-    per-fit epsilon <= 1 on a few hundred rows, nearly the zero model. ``T``
+    ``T*`` (``horizon="paper"``) with ``mu = 1 / (C n)`` picks 1 to 7 steps at
+    per-fit epsilon <= 1 on a few hundred rows and up to its cap (100) on
+    thousands of rows; with rows clipped in L2 it is within a few
+    points of this rule on the nine benchmark tasks (docs/trainers.md). ``T``
     grows with epsilon, so a larger budget never buys fewer steps.
     """
     if dim is not None:

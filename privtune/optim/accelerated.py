@@ -38,9 +38,8 @@ Deviations from the paper (see the seed-002 spec, P1, P2, P10, P11):
 * the output is chosen by a public rule (last iterate or tail average), never as
   the best iterate by its objective on the data;
 * ``horizon="auto"`` (the estimators' default) chooses ``T`` by privtune's
-  noise-to-signal rule instead of the paper's bound, whose ``T*`` is one or a
-  few steps at per-fit epsilon <= 1 on a few hundred rows (``horizon="paper"``
-  keeps the paper's rule);
+  noise-to-signal rule instead of the paper's bound (``horizon="paper"`` keeps
+  the paper's rule; see :func:`privtune.optim._schedules.auto_horizon`);
 * noise is the exact grid Laplace of :class:`privtune.mechanisms.Laplace`, whose
   scale is ``2**-10`` larger than the textbook one (pays for the rounding);
 * the regulariser is ``(alpha/2)||w||^2`` (the paper writes ``lambda ||w||^2``:
@@ -297,8 +296,8 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
 
 def _gaussian_plan(*, solver: str, n: int, d: int, m: int, eps: float, dlt: float, mu: float, r1: float,
                    r2: float, kappa: float, lossf: MarginLoss, horizon: int, sched: Any, smooth: float, e0: float,
-                   w0: np.ndarray, clip: str, output: str, source: Any, owner: str, select: bool = True,
-                   horizon_rule: str = "paper") -> _Plan:
+                   w0: np.ndarray, clip: str, output: str, source: Any, owner: str, select: bool,
+                   horizon_rule: str) -> _Plan:
     """The Gaussian (zCDP) plan -- privtune's extension, not in the paper (internal).
 
     Per-example L2 sensitivity of the data-term gradient ``S_2 = 2 kappa R_2`` (``R_2``
@@ -391,7 +390,7 @@ def _execute(plan: _Plan, U: np.ndarray, z: np.ndarray, *, noise: bool) -> DPOpt
         grads[t] = g_tilde
         moms[t] = b_used
     extra = {"initial_gap": plan.e0, "data_norm": plan.r1, "data_norm_l2": plan.r2, "noise": noise,
-             "max_slope": plan.loss.max_slope}
+             "max_slope": plan.loss.max_slope, "horizon_rule": plan.horizon_rule}
     if plan.noise == "gaussian":
         extra["noise_multipliers"] = plan.noise_multipliers.copy()
         extra["precision_shares"] = plan.precision_shares.copy()
@@ -536,11 +535,12 @@ def dp_accelerated(
         otherwise; the Gaussian analogue with ``noise="gaussian"``).
         ``"max_iter"``: ``T = n_iter``. ``"auto"``: privtune's rule
         (:func:`privtune.optim._schedules.auto_horizon`, not in the paper),
-        ``T = clamp(round(5 / sqrt(r)), 5, n_iter)`` with ``r`` the
-        noise-to-signal ratio of one full-budget step, which grows ``T`` with
-        ``epsilon n / sqrt(d)``. ``None`` (the function's historical default):
-        ``"paper"`` for the ``*-opt`` solvers and ``"max_iter"`` otherwise.
-        The estimators default to ``"auto"``.
+        ``T = min(5 / sqrt(r), 1.5 / r)`` (Gaussian; ``r`` the public
+        noise-to-signal ratio of one full-budget step), rounded, between 1 and
+        ``min(n_iter, max(50, 2 d))``; ``T`` grows with ``epsilon n / sqrt(d)``.
+        ``None`` (the function's historical default): ``"paper"`` for the
+        ``*-opt`` solvers and ``"max_iter"`` otherwise. The estimators default
+        to ``"auto"``.
 
     Returns
     -------

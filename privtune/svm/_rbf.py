@@ -69,7 +69,7 @@ class DPSVC(_DPMarginClassifier):
         features approximate the kernel better and cost little accuracy to
         noise once ``n`` is large (measured in
         ``benchmarks/dp_trainer_defaults.py``: on 14 000 synthetic rows at
-        epsilon = 1, 0.864 with 100 features and 0.922 with 500; on breast
+        epsilon = 1, 0.864 with 100 features and 0.922 with 500, 3 seeds; on breast
         cancer's 398 rows the count made no consistent difference). Their L2 norm is at most
         1 whatever ``D`` (they are clipped to it; the Gaussian noise's bound);
         their L1 bound, hence the Laplace noise, grows as ``sqrt(2 D)``.

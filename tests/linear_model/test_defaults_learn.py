@@ -17,6 +17,7 @@ from sklearn.datasets import load_breast_cancer, make_classification
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
+from privtune.exceptions import InvalidParameterError
 from privtune.linear_model import DPLogisticRegression
 from privtune.svm import DPSVC, DPLinearSVC
 
@@ -73,7 +74,7 @@ def test_gaussian_noise_clips_rows_in_l2_only():
 
 
 def test_horizon_rules():
-    """``auto`` grows with epsilon inside [5, max_iter]; ``max_iter`` is exact; ``paper`` is the paper's T*."""
+    """``auto`` grows with epsilon in [1, min(max_iter, max(50, 2 d))]; ``max_iter`` is exact; ``paper`` is T*."""
     from privtune.optim._schedules import auto_horizon
 
     Xtr, Xte, ytr, yte = _data("breast")
@@ -88,15 +89,46 @@ def test_horizon_rules():
     assert auto_horizon(1e-12, 100, dim=3) == 50 and auto_horizon(1e-12, 1000, dim=64) == 128
     assert auto_horizon(1e-12, 10, dim=64) == 10
     exact = DPLogisticRegression(classes=[0, 1], horizon="max_iter", max_iter=13, random_state=0).fit(Xtr, ytr)
-    assert exact.n_iter_ == 13
+    assert exact.n_iter_ == 13 and exact.optimize_result_.extra["horizon_rule"] == "max_iter"
     paper = DPLogisticRegression(epsilon=1.0, solver="nag-opt", horizon="paper", classes=[0, 1], random_state=0)
     paper.fit(Xtr, ytr)
     assert paper.n_iter_ < steps[2]  # the paper's bound picks fewer steps here
     np.testing.assert_allclose(paper.optimize_result_.x, paper.optimize_result_.iterates[-1])  # last iterate
     half = -(-exact.n_iter_ // 2)
     np.testing.assert_allclose(exact.optimize_result_.x, exact.optimize_result_.iterates[-half:].mean(axis=0))
-    with pytest.raises(Exception, match="horizon"):
+    with pytest.raises(InvalidParameterError, match="'horizon'"):
         DPLogisticRegression(horizon="forever").fit(Xtr, ytr)
+
+
+def test_paper_horizon_with_a_uniform_split_minimises_the_bound():
+    """``horizon="paper"`` with a uniform-split solver: T* is the argmin of the bound over T (checked directly)."""
+    import math
+
+    from privtune.optim import dp_accelerated
+    from privtune.optim._losses import get_loss
+    from privtune.optim._schedules import _profile, step_schedule
+    from privtune.optim.accelerated import gaussian_run_multiplier
+
+    Xtr, _, ytr, _ = _data("breast")
+    U = np.hstack((Xtr, np.full((Xtr.shape[0], 1), 0.5)))
+    z = np.where(ytr == 1, 1.0, -1.0)
+    n, d = U.shape
+    mu, r2, kappa = 1.0 / n, math.sqrt(1.25), 0.5
+    horizons = []
+    for e0 in (0.1, 10.0, 1e4):
+        res = dp_accelerated(U, z, solver="nag", epsilon=1.0, alpha=mu, data_norm=r2, n_iter=200, noise="gaussian",
+                             delta=1e-6, max_slope=kappa, initial_gap=e0, horizon="paper", random_state=0)
+        # the bound a_{T,0} E0 + (d/2)(S/n)^2 nm^2 T sum_t a_{T,t}, evaluated for every T <= 200 by brute force
+        L = get_loss("logistic", 1.0, "t", kappa).curvature_bound() * r2 * r2 + mu
+        sched = step_schedule("nag", 200, 1.0, L, mu)
+        A, B, la0 = _profile(sched, mu, L)
+        nm = gaussian_run_multiplier(1.0, 1e-6)
+        k = (d / 2.0) * (2 * kappa * r2 / n) ** 2 * nm**2
+        bound = [math.exp(la0[t - 1]) * e0 + k * t * sum(math.exp(A[t - 1] + B[j]) for j in range(t))
+                 for t in range(1, 201)]
+        assert res.n_iter == int(np.argmin(bound)) + 1
+        horizons.append(res.n_iter)
+    assert horizons == sorted(horizons) and horizons[0] < horizons[-1]  # a larger declared E0, a longer T*
 
 
 def test_defaults_are_the_gaussian_variant():
