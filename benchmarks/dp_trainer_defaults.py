@@ -59,6 +59,7 @@ import privtune  # noqa: E402
 from privtune.linear_model import DPLogisticRegression  # noqa: E402
 from privtune.optim._losses import clip_rows  # noqa: E402
 from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
+from privtune.svm._rbf import _auto_components  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results"
 EPS = (0.1, 0.3, 1.0, 3.0, 10.0)
@@ -89,8 +90,7 @@ def references(Xtr, ytr, Xte, yte, est) -> dict[str, float]:
         return {"sklearn": LogisticRegression(C=C, max_iter=5000).fit(Xtr, ytr).score(Xte, yte)}
     if isinstance(est, DPLinearSVC):
         return {"sklearn": LinearSVC(C=C, max_iter=20000).fit(Xtr, ytr).score(Xte, yte)}
-    fitted = est.fit(Xtr, ytr)  # only to read the public feature count of the default
-    D = fitted.random_weights_.shape[1]
+    D = _auto_components(len(ytr))  # the default's (public) feature count
     return {"sklearn": SVC(C=C, gamma=est.gamma).fit(Xtr, ytr).score(Xte, yte),
             "same_features": make_pipeline(RBFSampler(gamma=est.gamma, n_components=D, random_state=0),
                                            LinearSVC(C=C, max_iter=20000)).fit(Xtr, ytr).score(Xte, yte)}
