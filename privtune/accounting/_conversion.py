@@ -64,6 +64,8 @@ def to_relation(event: ev.PrivacyEvent, relation: str) -> ev.PrivacyEvent:
             "bound it (a replace-one sensitivity does not bound the effect of adding a record)."
         )
     swap = {"relation": relation}
+    if isinstance(event, ev.RenyiEvent):
+        return event.as_replace_one()
     if isinstance(event, (ev.LaplaceEvent, ev.ExponentialEvent, ev.SparseVectorEvent)):
         return dataclasses.replace(event, epsilon=2 * event.epsilon, **swap)
     if isinstance(event, ev.GaussianEvent):

@@ -45,6 +45,7 @@ __all__ = [
     "SelfComposedEvent",
     "RepeatAndSelectEvent",
     "ThresholdSelectionEvent",
+    "RenyiEvent",
     "event_from_dict",
 ]
 
@@ -482,6 +483,92 @@ class ThresholdSelectionEvent(PrivacyEvent):
         base = self.event.epsilon_delta()
         assert base is not None
         return (2.0 * base[0], 0.0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenyiEvent(PrivacyEvent):
+    r"""A Rényi-DP guarantee stated at a few orders: ``(orders[i], epsilons[i])``-RDP for every ``i``.
+
+    This is how a run whose mechanisms were chosen *adaptively* (budgets raised
+    by a test on earlier releases) is charged: a Rényi filter fixed in advance
+    (Feldman & Zrnic 2021, Thm. 3.1) stops the run before the running RDP
+    total at a pre-chosen order exceeds its cap, and the whole run is then
+    ``(order, cap)``-RDP, whatever the adaptive choices were. The event is the
+    cap, a public, data-independent quantity.
+
+    Bounding other orders: Rényi divergence is non-decreasing in the order
+    (van Erven & Harremoës 2014, Thm. 3), so a bound at order ``a`` bounds
+    every order ``alpha <= a``; an accountant evaluating the event at order
+    ``alpha`` takes the smallest ``epsilons[i]`` with ``orders[i] >= alpha``,
+    and no bound (``inf``) above the largest order. The event has no fixed
+    (epsilon, delta) of its own (RDP accounting only; no PLD).
+
+    Relation change (add/remove -> replace-one): a replacement is a removal and
+    an addition, and the weak triangle inequality of Rényi divergence
+    (Mironov 2017, Prop. 11, with ``p = q = 2``) gives
+    :math:`D_\alpha(P\|R) \le \frac{\alpha - 1/2}{\alpha - 1} D_{2\alpha}(P\|Q) + D_{2\alpha-1}(Q\|R)`.
+    With both terms bounded by the add/remove bound at order ``a = 2 alpha``
+    (monotonicity again), an ``(a, e)`` add/remove guarantee becomes an
+    ``(a / 2, (1 + (a - 1) / (a - 2)) e)`` replace-one guarantee, for ``a > 2``
+    (:meth:`as_replace_one`).
+
+    Parameters
+    ----------
+    orders : tuple of float, each > 1, strictly increasing
+    epsilons : tuple of float, each >= 0, same length
+    """
+
+    kind: ClassVar[str] = "renyi"
+    orders: tuple[float, ...]
+    epsilons: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        owner = "RenyiEvent"
+        try:
+            orders = tuple(float(a) for a in self.orders)
+            eps = tuple(float(e) for e in self.epsilons)
+        except (TypeError, ValueError):
+            raise InvalidParameterError(
+                f"The 'orders' and 'epsilons' of {owner} must be sequences of numbers.") from None
+        if not orders or len(orders) != len(eps):
+            raise InvalidParameterError(f"{owner} needs as many epsilons as orders, and at least one of each.")
+        increasing = all(b > a for a, b in zip(orders, orders[1:], strict=False))
+        if any(not math.isfinite(a) or a <= 1 for a in orders) or not increasing:
+            raise InvalidParameterError(f"The orders of {owner} must be finite, > 1 and strictly increasing.")
+        if any(not math.isfinite(e) or e < 0 for e in eps):
+            raise InvalidParameterError(f"The epsilons of {owner} must be finite and >= 0.")
+        object.__setattr__(self, "orders", orders)
+        object.__setattr__(self, "epsilons", eps)
+
+    def rdp_at(self, orders: Any) -> Any:
+        """The RDP bound at each of ``orders`` (``inf`` above the largest stated order)."""
+        import numpy as np
+
+        a = np.asarray(orders, dtype=float)
+        stated = np.asarray(self.orders)
+        # the smallest stated epsilon among the stated orders >= alpha (epsilons need not be monotone)
+        suffix_min = np.minimum.accumulate(np.asarray(self.epsilons)[::-1])[::-1]
+        idx = np.searchsorted(stated, a, side="left")
+        out = np.full(a.shape, np.inf)
+        ok = idx < stated.size
+        out[ok] = suffix_min[idx[ok]]
+        return out
+
+    def as_replace_one(self) -> RenyiEvent:
+        """This add/remove guarantee stated under replace-one (weak triangle inequality; see above)."""
+        if self.relation == "replace_one":
+            return self
+        if self.relation != "add_remove":
+            raise InvalidParameterError(f"RenyiEvent of relation {self.relation!r} has no replace-one form.")
+        pairs = [(a / 2.0, (1.0 + (a - 1.0) / (a - 2.0)) * e)
+                 for a, e in zip(self.orders, self.epsilons, strict=True) if a > 2.0]
+        if not pairs:
+            raise InvalidParameterError(
+                "An add/remove RenyiEvent needs an order above 2 to be stated under replace-one "
+                "(the conversion halves the order).")
+        return RenyiEvent(orders=tuple(a for a, _ in pairs), epsilons=tuple(e for _, e in pairs),
+                          relation="replace_one", guarantee=self.guarantee, label=self.label)
 
 
 def _check_event(value: Any, name: str, owner: str) -> None:
