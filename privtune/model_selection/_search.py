@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import math
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -99,6 +100,11 @@ def _as_labels(y: Any, name: str) -> np.ndarray:
             f"{name} must be 1-D (n_samples,); got shape {tuple(arr.shape)} (multi-output targets are not "
             "supported).")
     return arr
+
+
+def _params_key(params: Mapping[str, Any]) -> str:
+    """A key naming one candidate's hyperparameters (their reprs, in name order)."""
+    return repr(sorted((str(k), repr(v)) for k, v in params.items()))
 
 
 def _max_distinct_candidates(space: SearchSpace) -> float:
@@ -236,8 +242,15 @@ class PrivateSearchCV(BaseSearchCV):
         training fits get the rest. The roles overlap, so the overall guarantee is
         their composition (at most (epsilon, delta)), not their maximum.
     refit : bool, default=True
-        Refit ``best_estimator_`` on the training data with ``best_params_``
-        (charged to the training role when training data is sensitive).
+        Provide ``best_estimator_``, fitted on the training data with
+        ``best_params_``. With public training data it is refitted. With
+        sensitive training rows, one split (no ``cv``) and the ``random``
+        method's exponential selection, it is the selected candidate's own DP
+        fit (fitted on exactly those rows with that estimator, already paid
+        for: releasing it is post-processing), so the training role pays for
+        ``n_iter`` fits and no refit; otherwise (``cv``, random stopping, the
+        GP methods) the refit is a new fit, planned and charged to the training
+        role up front.
     method_params : dict or None, default=None
         Extra parameters of the release method (e.g. ``kernel``, ``noise_std``,
         ``selection_share``, ``observation_share``, ``selection``, ``A``, ``tau``).
@@ -902,6 +915,9 @@ class PrivateSearchCV(BaseSearchCV):
             self._warn_low_utility(method, candidates, scorer)  # before any data is read
         estimator = self.estimator
         error_score = self.error_score
+        reuse = self._reuses_selected_fit(cfg, method, n_folds)
+        fitted: dict[str, Any] = {}  # candidate -> its DP fit, when best_estimator_ reuses the selected one
+        fitted_lock = threading.Lock() if reuse else None  # fits run in threads then (their accountants are shared)
 
         def fit_and_score(params: Mapping[str, Any], Xa: Any, ya: Any, Xb: Any, yb: Any) -> float:
             est = clone(estimator).set_params(**params)
@@ -919,6 +935,9 @@ class PrivateSearchCV(BaseSearchCV):
                         "error; privtune never repeats an estimator's message, which may quote data values."
                     ) from None
                 return scorer.bounds[0]  # the training data alone decides this (public, or covered by a DP fit)
+            if fitted_lock is not None:
+                with fitted_lock:
+                    fitted[_params_key(params)] = est
             return scorer(est, Xb, yb)  # row-isolated: one validation row moves only its own term
 
         def objective(params: Mapping[str, Any]) -> float:
@@ -993,7 +1012,15 @@ class PrivateSearchCV(BaseSearchCV):
         self.best_index_ = int(np.flatnonzero(self.cv_results_["selected"])[0]) if self.best_params_ else None
         self.n_splits_ = 1
         self.refit_time_ = None
-        if self.refit and self.best_params_ is not None:
+        if reuse and self.best_params_ is not None:  # the selected candidate's own DP fit (no new fit, no charge)
+            best = fitted.get(_params_key(self.best_params_))
+            if best is None:  # its fit raised: nothing was kept, and no refit was paid for
+                raise CandidateFitError(
+                    f"The released choice {self.best_params_!r} is a candidate whose fit on the training data failed; "
+                    "the release itself stands (best_params_, best_score_). Fit it yourself to see the error, or "
+                    "pass refit=False.")
+            self.best_estimator_ = best
+        elif self.refit and self.best_params_ is not None:
             best = clone(estimator).set_params(**self.best_params_)
             if tickets is not None:  # paid for up front, like every candidate fit
                 best.set_params(accountant=FitTickets(tickets.budget, 1).accountant())
@@ -1046,6 +1073,20 @@ class PrivateSearchCV(BaseSearchCV):
             self._report_cache = report
         return report
 
+    def _reuses_selected_fit(self, cfg: dict[str, Any], method: Any, n_folds: int) -> bool:
+        """Whether ``best_estimator_`` is the selected candidate's own DP fit instead of a new fit (public rule).
+
+        With sensitive training rows, one split (no ``cv``) and a method whose
+        release is always one of the candidates it fitted (``random``), the
+        selected candidate's model was already fitted on exactly the training
+        rows a refit would use, with the same estimator: releasing it is
+        post-processing of outputs already paid for (every fit's DP release and
+        the private selection), so the training role pays for no refit and each
+        fit can have a larger share of the budget.
+        """
+        return (self.refit and self.sensitive != "validation" and n_folds == 1 and not cfg["stopping"]
+                and method.name == "random")
+
     def _training_role(self, cfg: dict[str, Any], method: Any, candidates: Any, budget: Budget,
                        n_folds: int = 1) -> tuple[Accountant | None, list[Any], FitTickets | None]:
         """The training accountant, its whole plan (checked now, before any row is read) and the fits' tickets.
@@ -1063,7 +1104,8 @@ class PrivateSearchCV(BaseSearchCV):
         stopping = cfg["stopping"]
         n_fits = None if stopping else n_evals * n_folds
         stopping_event = method.plan(candidates)[0][0] if stopping else None
-        plan = training_plan(one_fit, n_fits=n_fits or 0, refit=self.refit, stopping_event=stopping_event)
+        refit_fit = self.refit and not self._reuses_selected_fit(cfg, method, n_folds)
+        plan = training_plan(one_fit, n_fits=n_fits or 0, refit=refit_fit, stopping_event=stopping_event)
         acc = Accountant(budget)
         if plan:
             try:

@@ -287,11 +287,11 @@ def test_training_sensitive_search_with_a_dp_estimator(data):
         random_state=0,
     ).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
     spent = s.privacy_spent_
-    assert spent["training"].epsilon == pytest.approx(0.8)  # 3 fits + the refit, each 0.2
+    assert spent["training"].epsilon == pytest.approx(0.6)  # 3 fits at 0.2; best_estimator_ is the selected fit
     assert spent["validation"].epsilon == pytest.approx(1.0)
     assert spent["overall"] == Budget(max(spent["training"].epsilon, spent["validation"].epsilon), 0.0)
     assert any(e.phase.startswith("training") or e.role in (None, "training") for e in s.training_accountant_.entries)
-    with pytest.raises(BudgetExceededError):  # 4 fits at 0.5 cannot fit a training budget of 1: refused up front
+    with pytest.raises(BudgetExceededError):  # 3 fits at 0.5 cannot fit a training budget of 1: refused up front
         PrivateSearchCV(
             DPLogisticRegression(epsilon=0.5, classes=[0, 1], noise="laplace"),
             {"C": Real(0.1, 100, log=True)},
@@ -322,10 +322,10 @@ def test_training_sensitive_search_with_the_default_gaussian_fits(data):
     ).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
     training = s.privacy_spent_["training"]
     events = [e.event for e in s.training_accountant_.entries]
-    assert [e.phase for e in s.training_accountant_.entries] == ["fits", "refit"]  # the plan, charged up front
-    assert events[0].count == 3  # 3 fits, then the refit
+    assert [e.phase for e in s.training_accountant_.entries] == ["fits"]  # the plan, charged up front
+    assert events[0].count == 3  # 3 fits; no refit (best_estimator_ is the selected candidate's fit)
     assert training == compose_events(events, delta=1e-6)
-    assert training.delta == 1e-6 and 0.2 < training.epsilon < 0.6 * 0.8  # exact Gaussian composition: ~sqrt(4) x 0.2
+    assert training.delta == 1e-6 and 0.2 < training.epsilon < 0.6 * 0.7  # exact Gaussian composition: ~sqrt(3) x 0.2
     assert s.privacy_spent_["overall"].delta <= 2e-6
 
 
@@ -382,7 +382,7 @@ def test_training_sensitive_parallel_search_charges_the_real_accountant(data):
         n_jobs=2,
         random_state=0,
     ).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
-    assert s.privacy_spent_["training"].epsilon == pytest.approx(0.1 * 5)  # 4 fits + refit, all recorded
+    assert s.privacy_spent_["training"].epsilon == pytest.approx(0.1 * 4)  # 4 fits, all recorded (no refit)
 
 
 def test_up_front_plan_composes_gaussian_fits_exactly(data):
@@ -395,11 +395,11 @@ def test_up_front_plan_composes_gaussian_fits_exactly(data):
     X_val = X_val / np.abs(X_val).sum(1, keepdims=True)
     est = DPLogisticRegression(epsilon=0.3, classes=[0, 1])
     one = est._fit_privacy_event()
-    fits = next(k for k in range(1, 200) if compose_events([one] * (k + 1), delta=1e-6).epsilon > 1.0)
+    fits = next(k for k in range(1, 200) if compose_events([one] * k, delta=1e-6).epsilon > 1.0)
     assert fits > 1.0 / 0.3  # more fits than basic composition would allow
     kw = dict(sensitive="both", epsilon=1.0, delta=1e-6, n_candidates=64, random_state=0)
     s = PrivateSearchCV(est, {"C": Real(0.1, 100, log=True)}, n_iter=fits - 1, **kw).fit(
-        X_tr, y_tr, X_val=X_val, y_val=y_val)  # fits - 1 evaluations + the refit: affordable
+        X_tr, y_tr, X_val=X_val, y_val=y_val)  # fits - 1 evaluations (the selected fit is reused): affordable
     assert s.privacy_spent_["training"] == compose_events([e.event for e in s.training_accountant_.entries],
                                                           delta=1e-6)
     assert s.privacy_spent_["training"].epsilon <= 1.0

@@ -179,9 +179,9 @@ def test_lipschitz_is_refused_with_sensitive_training_data():
 def test_privacy_plan_shows_the_training_role_and_names_the_key_to_change():
     s = PrivateSearchCV(DeclaredDP(epsilon=0.1), SPACE, sensitive="both", epsilon=1.0, n_iter=4, n_candidates=4)
     plan = s.privacy_plan(30)
-    assert set(plan["training_phases"]) == {"fits", "refit"}
-    assert plan["training_total"].epsilon == pytest.approx(0.5)  # 4 fits + the refit at 0.1
-    assert plan["overall"].epsilon == pytest.approx(max(plan["total"].epsilon, 0.5))
+    assert set(plan["training_phases"]) == {"fits"}  # random with one split: the selected fit is reused
+    assert plan["training_total"].epsilon == pytest.approx(0.4)  # 4 fits at 0.1
+    assert plan["overall"].epsilon == pytest.approx(max(plan["total"].epsilon, 0.4))
     too_much = PrivateSearchCV(DeclaredDP(epsilon=0.3), SPACE, sensitive="both", epsilon=1.0, n_iter=4,
                                n_candidates=4)
     with pytest.raises(BudgetExceededError, match="estimator.params.epsilon"):
@@ -201,6 +201,43 @@ def test_training_role_spend_equals_the_plan():
     X_tr, y_tr, X_v, y_v = _data()
     s = PrivateSearchCV(DeclaredDP(epsilon=0.1), SPACE, sensitive="both", epsilon=1.0, n_iter=3, n_candidates=4,
                         random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
-    assert s.privacy_spent_["training"].epsilon == pytest.approx(0.4)
+    assert s.privacy_spent_["training"].epsilon == pytest.approx(0.3)  # 3 fits; best_estimator_ is the selected fit
     assert math.isclose(s.privacy_spent_["overall"].epsilon,
                         max(s.privacy_spent_["training"].epsilon, s.privacy_spent_["validation"].epsilon))
+
+
+def test_best_estimator_is_the_selected_candidates_own_fit_when_nothing_else_can_differ():
+    """One split, random selection: best_estimator_ is the fit that was scored (no refit is planned or run)."""
+    X_tr, y_tr, X_v, y_v = _data()
+    FITS.clear()
+    s = PrivateSearchCV(DeclaredDP(epsilon=0.1), SPACE, sensitive="both", epsilon=1.0, n_iter=3, n_candidates=4,
+                        random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert len(FITS) == 3  # the three candidate fits, and no fourth
+    assert [e.phase for e in s.training_accountant_.entries] == ["fits"]
+    assert s.best_estimator_.c == s.best_params_["c"] and s.best_estimator_.w_ == float(s.best_params_["c"])
+    assert isinstance(s.best_estimator_.accountant, type(FitTickets(Budget(0.1, 0.0), 1).accountant()))
+
+
+def test_a_refit_is_still_planned_where_the_selected_fit_is_not_the_refit():
+    """With cv (the candidates saw a fold, not all rows) the refit is a new fit, planned and charged up front."""
+    X_tr, y_tr, _, _ = _data()
+    s = PrivateSearchCV(DeclaredDP(epsilon=0.05), SPACE, sensitive="both", epsilon=1.0, n_iter=2, n_candidates=4,
+                        cv=2, random_state=0)
+    plan = s.privacy_plan(len(y_tr) // 2)
+    assert set(plan["training_phases"]) == {"fits", "refit"}
+    assert plan["training_total"].epsilon == pytest.approx(0.05 * 5)  # 2 candidates x 2 folds + the refit
+
+
+def test_a_selected_candidate_whose_fit_failed_is_reported_without_a_new_fit():
+    """The selected fit raised (so nothing was kept): no unplanned refit, a CandidateFitError naming no value."""
+    from privtune.model_selection._search import CandidateFitError
+
+    X_tr, y_tr, X_v, y_v = _data()
+    X_tr = X_tr.copy()
+    X_tr[0, 0] = 1e3  # every fit of the fragile estimator raises (after charging)
+    FITS.clear()
+    s = PrivateSearchCV(DeclaredDP(epsilon=0.1, fragile=True), SPACE, sensitive="both", epsilon=1.0, n_iter=2,
+                        n_candidates=4, random_state=0)
+    with pytest.raises(CandidateFitError, match="failed") as info:
+        s.fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert "1000" not in str(info.value) and len(FITS) == 2
