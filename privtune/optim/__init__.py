@@ -8,6 +8,15 @@ Seed 002 (Kuru et al. 2022, pure epsilon-DP, Laplace noise, replace-one):
 :func:`dp_accelerated` and its fixed-solver forms :func:`dp_gradient_descent`,
 :func:`dp_heavy_ball`, :func:`dp_nesterov`, :func:`dp_nesterov_opt`,
 :func:`dp_masg`, :func:`dp_masg_opt`.
+
+Seed 003 (Chen & Lee 2022, private backtracking line search): :func:`dp_blsgd`
+(DP-BLSGD / DP-BLGD, budget adaptation behind a Rényi filter, adaptive clipping,
+the fixed-budget neural-network mode), :func:`noisy_backtracking_line_search`
+(NOISYBTLS), :func:`blsgd_privacy_event`, :class:`MarginObjective`.
+
+Seed 004 (Gao & Wright 2023, second-order stationary points of non-convex ERM):
+:func:`dp_second_order` (OPT, OPT-LS, OPT-B and the two-phase 2OPT variants) and
+:func:`second_order_privacy_event`.
 """
 
 from privtune.optim._result import DPOptimizeResult
@@ -20,6 +29,13 @@ from privtune.optim.accelerated import (
     dp_nesterov,
     dp_nesterov_opt,
 )
+from privtune.optim.line_search import (
+    LineSearchResult,
+    MarginObjective,
+    blsgd_privacy_event,
+    dp_blsgd,
+    noisy_backtracking_line_search,
+)
 from privtune.optim.piecewise import (
     PiecewiseResult,
     pwa_box_centre,
@@ -31,6 +47,7 @@ from privtune.optim.piecewise import (
     pwa_uniform,
     solve_pwa,
 )
+from privtune.optim.second_order import SecondOrderResult, dp_second_order, second_order_privacy_event
 
 __all__ = [
     "DPOptimizeResult",
@@ -50,4 +67,12 @@ __all__ = [
     "pwa_subgradient",
     "pwa_uniform",
     "solve_pwa",
+    "LineSearchResult",
+    "MarginObjective",
+    "blsgd_privacy_event",
+    "dp_blsgd",
+    "noisy_backtracking_line_search",
+    "SecondOrderResult",
+    "dp_second_order",
+    "second_order_privacy_event",
 ]
