@@ -13,6 +13,7 @@ from sklearn.svm import SVC
 
 from privtune import InvalidParameterError, PrivateSearchCV
 from privtune.linear_model import DPChebyshevRegressor, DPLogisticRegression
+from privtune.neural_network import DPMLPClassifier
 from privtune.space import Real
 from privtune.svm import DPSVC, DPLinearSVC
 
@@ -92,11 +93,14 @@ def _planted(X, y, where):
 
 
 ESTIMATORS = [DPLogisticRegression(classes=[0, 1]), DPLinearSVC(classes=[0, 1]), DPSVC(classes=[0, 1]),
+              DPLogisticRegression(classes=[0, 1], solver="line-search"),
+              DPMLPClassifier(classes=[0, 1], n_iter=20, sampling="full"),
               DPChebyshevRegressor(), SVC(random_state=0)]
 
 
 @pytest.mark.parametrize("where", ["X", "Xnum", "y", "shape"])
-@pytest.mark.parametrize("est", ESTIMATORS, ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize("est", ESTIMATORS, ids=lambda e: type(e).__name__ + ("-ls" if getattr(e, "solver", "")
+                                                                              == "line-search" else ""))
 def test_no_message_warning_or_log_quotes_a_data_value(unit_rows, est, where, caplog):
     X_tr, y_tr, X_v, y_v = unit_rows
     caplog.set_level(logging.DEBUG, logger="privtune")

@@ -9,6 +9,7 @@ and :class:`privtune.svm.DPSVC`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -18,21 +19,26 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted
 
-from privtune.accounting.accountant import Accountant
+from privtune.accounting.accountant import Accountant, compose_events
 from privtune.accounting.budget import Budget
 from privtune.accounting.events import EpsilonDeltaEvent, GaussianEvent, PrivacyEvent
 from privtune.base import PrivacyTags
-from privtune.exceptions import InvalidParameterError
+from privtune.exceptions import InvalidParameterError, PrivtuneError
 from privtune.linear_model._input import _numeric_rows, _numeric_table, _public_shape
 from privtune.optim._losses import clip_rows
 from privtune.optim._schedules import HORIZONS, SOLVERS
 from privtune.optim.accelerated import dp_accelerated, gaussian_run_multiplier
+from privtune.optim.line_search import MarginObjective, blsgd_privacy_event, dp_blsgd
 from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
 
 __all__ = ["DPLogisticRegression"]
 
 _CLIPS = ("rows", "raise")
 _NOISES = ("gaussian", "laplace")
+#: Seed 003's solver (Chen & Lee): DP-BLGD, a full-batch private Armijo line search with adaptive budgets.
+LINE_SEARCH = "line-search"
+ESTIMATOR_SOLVERS = (*SOLVERS, LINE_SEARCH)
+_LINE_SEARCH_PLACEHOLDER_N = 1000
 
 
 class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
@@ -57,9 +63,10 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
 
     # -- validation -------------------------------------------------------------------
     def _validate_common(self, owner: str) -> dict[str, Any]:
-        if not isinstance(self.solver, str) or self.solver not in SOLVERS:
+        if not isinstance(self.solver, str) or self.solver not in ESTIMATOR_SOLVERS:
             raise InvalidParameterError(
-                f"The 'solver' parameter of {owner} must be one of {list(SOLVERS)}. Got {self.solver!r} instead.")
+                f"The 'solver' parameter of {owner} must be one of {list(ESTIMATOR_SOLVERS)}. Got {self.solver!r} "
+                "instead.")
         if not isinstance(self.horizon, str) or self.horizon not in HORIZONS:
             raise InvalidParameterError(
                 f"The 'horizon' parameter of {owner} must be one of {list(HORIZONS)}. Got {self.horizon!r} "
@@ -78,6 +85,15 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
             delta = check_delta(self.delta, owner=owner, allow_zero=False)
         else:
             delta = check_delta(self.delta, owner=owner)  # validated, unused: the Laplace run is pure
+        if self.solver == LINE_SEARCH and self.noise != "gaussian":
+            raise InvalidParameterError(
+                f"solver='line-search' of {owner} adds Gaussian noise to the gradients (its line search is a "
+                f"Laplace sparse vector): use noise='gaussian' (the default). Got noise={self.noise!r}.")
+        if self.solver == LINE_SEARCH and self.batch_size is not None:
+            raise InvalidParameterError(
+                f"solver='line-search' of {owner} runs on the full batch (DP-BLGD): its up-front privacy event must "
+                "not depend on the number of rows, which a mini-batch filter's order does. Use "
+                f"privtune.optim.dp_blsgd for mini-batches. Got batch_size={self.batch_size!r}.")
         if self.noise == "gaussian" and self.batch_size is not None:
             raise InvalidParameterError(
                 f"The 'batch_size' parameter of {owner} must be None with noise='gaussian' (mini-batches are "
@@ -158,10 +174,40 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
         """
         owner = type(self).__name__
         params = self._validate_common(owner)
+        if self.solver == LINE_SEARCH:
+            return self._line_search_event(params)
         if self.noise == "gaussian":
             nm = gaussian_run_multiplier(params["epsilon"], params["delta"])
             return GaussianEvent(noise_multiplier=nm, vector=True, label=f"one {owner} fit (Gaussian)")
         return EpsilonDeltaEvent(epsilon=params["epsilon"], label=f"one {owner} fit (Laplace)")
+
+    def _line_search_event(self, params: dict[str, Any]) -> PrivacyEvent:
+        """The zCDP filter's cap of a full-batch DP-BLGD run: a function of (epsilon, delta) only.
+
+        :func:`privtune.optim.blsgd_privacy_event` with ``sampling="full"`` does
+        not depend on the number of rows (the filter caps the zCDP total at the
+        largest ``rho`` converting to ``(epsilon, delta)``); the row count given
+        here is a placeholder, and ``fit`` checks that the run's own event is
+        this one.
+        """
+        return self._line_search_event_for(_LINE_SEARCH_PLACEHOLDER_N, params)
+
+    def _line_search_event_for(self, n: int, params: dict[str, Any]) -> PrivacyEvent:
+        event = blsgd_privacy_event(n, **self._line_search_kwargs(params))
+        return dataclasses.replace(event, label=f"one {type(self).__name__} fit (line search, DP-BLGD zCDP filter)")
+
+    def _line_search_kwargs(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"epsilon": params["epsilon"], "delta": params["delta"], "sampling": "full", "mode": "adaptive"}
+
+    def _fit_line_search(self, U: np.ndarray, z: np.ndarray, r2: float, params: dict[str, Any],
+                         event: PrivacyEvent) -> Any:
+        """Run DP-BLGD (charged already): clipped slope ``max_slope`` as per-example gradient clipping."""
+        n = U.shape[0]
+        kwargs = self._line_search_kwargs(params)
+        objective = MarginObjective(U, z, loss=self._loss, smoothing=params.get("smoothing", 1.0), data_norm=r2)
+        return dp_blsgd(objective, np.zeros(U.shape[1]), clip_grad=params["max_slope"] * r2,
+                        l2=1.0 / (params["C"] * n), accountant=None, random_state=self.random_state,
+                        phase=type(self).__name__, **kwargs)
 
     # -- fit ----------------------------------------------------------------------------
     def fit(self, X: Any, y: Any) -> _DPMarginClassifier:
@@ -210,6 +256,8 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
             else:
                 acc = Accountant(Budget(params["epsilon"], 0.0), method="basic")
         event = self._fit_privacy_event()
+        if self.solver == LINE_SEARCH and self._line_search_event_for(n, params) != event:
+            raise PrivtuneError(f"Internal error: {owner}'s line-search event depends on n_samples; nothing spent.")
         acc.spend(event, phase=owner, role="training")  # write-ahead, before any value of X or y is read
         X, y = _numeric_rows(self, X, y, owner)
         z, usable = self._encode_labels(y, owner)
@@ -226,14 +274,17 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
             U = U.copy()
             U[~usable] = 0.0
             z = np.where(usable, z, 1.0)
-        res = dp_accelerated(
-            U, z, solver=self.solver, epsilon=params["epsilon"], alpha=1.0 / (params["C"] * n), data_norm=r1,
-            data_norm_l2=r2, loss=self._loss, smoothing=params.get("smoothing", 1.0), n_iter=params["max_iter"],
-            batch_size=params["batch_size"], step_scale=params["step_scale"], initial_gap=params["initial_gap"],
-            max_slope=params["max_slope"], clip="rows", accountant=None,  # charged above
-            random_state=self.random_state, phase=owner, noise=self.noise,
-            delta=params["delta"] if gaussian else None, horizon=self.horizon,
-            output="last" if self.horizon == "paper" else "tail_average")
+        if self.solver == LINE_SEARCH:
+            res = self._fit_line_search(U, z, r2, params, event)
+        else:
+            res = dp_accelerated(
+                U, z, solver=self.solver, epsilon=params["epsilon"], alpha=1.0 / (params["C"] * n), data_norm=r1,
+                data_norm_l2=r2, loss=self._loss, smoothing=params.get("smoothing", 1.0), n_iter=params["max_iter"],
+                batch_size=params["batch_size"], step_scale=params["step_scale"], initial_gap=params["initial_gap"],
+                max_slope=params["max_slope"], clip="rows", accountant=None,  # charged above
+                random_state=self.random_state, phase=owner, noise=self.noise,
+                delta=params["delta"] if gaussian else None, horizon=self.horizon,
+                output="last" if self.horizon == "paper" else "tail_average")
         w = res.x
         if self.fit_intercept:
             self.coef_ = w[:-1].reshape(1, -1).copy()
@@ -242,7 +293,8 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
             self.coef_ = w.reshape(1, -1).copy()
             self.intercept_ = np.zeros(1)
         self.n_iter_ = res.n_iter
-        self.privacy_spent_ = Budget(res.epsilon, res.delta)
+        self.privacy_spent_ = (Budget(res.epsilon, res.delta) if self.solver != LINE_SEARCH
+                               else compose_events([event], delta=params["delta"]))
         self.privacy_event_ = event
         self.accountant_ = acc
         self.optimize_result_ = res
@@ -325,11 +377,21 @@ _COMMON_PARAMS_DOC = """
     epsilon : float in (0, inf), default=1.0
         Privacy budget of one ``fit`` (with ``delta`` below for the default
         Gaussian noise; pure DP, ``delta = 0``, with ``noise="laplace"``).
-    solver : {"nag", "nag-opt", "hb", "gd", "masg", "masg-opt"}, default="nag"
+    solver : {"nag", "nag-opt", "hb", "gd", "masg", "masg-opt", "line-search"}, default="nag"
         The seed-002 algorithm (:func:`privtune.optim.dp_accelerated`):
         ``"nag"`` splits the budget evenly over the steps, ``"nag-opt"`` /
         ``"masg-opt"`` with the paper's optimal split. The paper's full method
-        is ``solver="nag-opt", horizon="paper"``.
+        is ``solver="nag-opt", horizon="paper"``. ``"line-search"``: seed 003's
+        full-batch DP-BLGD (:func:`privtune.optim.dp_blsgd` with
+        ``sampling="full"``): Gaussian noisy gradients, each step size chosen by
+        a private Armijo line search (a Laplace sparse vector), budgets raised
+        by the angle test and stopped by a zCDP filter whose cap, a
+        ``RenyiEvent`` depending on ``(epsilon, delta)`` only, is the charge.
+        No step size or horizon to choose (``horizon``, ``max_iter``,
+        ``step_scale`` and ``initial_gap`` are unused); ``max_slope`` becomes
+        the per-example gradient clip ``max_slope * R_2``. Needs
+        ``noise="gaussian"`` and ``batch_size=None``. Breast cancer, 398 rows,
+        epsilon = 1: 0.942 against 0.959 non-private (median of 7 seeds).
     horizon : {"auto", "max_iter", "paper"}, default="auto"
         How the number of steps ``T <= max_iter`` is chosen, from public
         constants only. ``"auto"`` (privtune's rule, not in the paper): ``T``

@@ -20,6 +20,7 @@ ESTIMATORS = [
     DPLogisticRegression(data_norm=10.0, C=100.0, **_COMMON),
     DPLinearSVC(data_norm=10.0, C=100.0, **_COMMON),
     DPSVC(C=100.0, gamma=0.5, n_components=50, **_COMMON),
+    DPLogisticRegression(data_norm=10.0, C=100.0, solver="line-search", epsilon=1e4, random_state=0),
 ]
 
 @parametrize_with_checks(ESTIMATORS, expected_failed_checks=lambda est: {})
