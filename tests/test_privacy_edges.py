@@ -12,7 +12,7 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.svm import SVC
 
 from privtune import InvalidParameterError, PrivateSearchCV
-from privtune.linear_model import DPChebyshevRegressor, DPLogisticRegression
+from privtune.linear_model import DPChebyshevRegressor, DPLogisticRegression, DPNonConvexClassifier
 from privtune.neural_network import DPMLPClassifier
 from privtune.space import Real
 from privtune.svm import DPSVC, DPLinearSVC
@@ -94,7 +94,7 @@ def _planted(X, y, where):
 
 ESTIMATORS = [DPLogisticRegression(classes=[0, 1]), DPLinearSVC(classes=[0, 1]), DPSVC(classes=[0, 1]),
               DPLogisticRegression(classes=[0, 1], solver="line-search"),
-              DPMLPClassifier(classes=[0, 1], n_iter=20, sampling="full"),
+              DPMLPClassifier(classes=[0, 1], n_iter=20, sampling="full"), DPNonConvexClassifier(classes=[0, 1]),
               DPChebyshevRegressor(), SVC(random_state=0)]
 
 

@@ -10,5 +10,6 @@
 
 from privtune.linear_model._chebyshev import DPChebyshevRegressor
 from privtune.linear_model._logistic import DPLogisticRegression
+from privtune.linear_model._nonconvex import DPNonConvexClassifier
 
-__all__ = ["DPChebyshevRegressor", "DPLogisticRegression"]
+__all__ = ["DPChebyshevRegressor", "DPLogisticRegression", "DPNonConvexClassifier"]
