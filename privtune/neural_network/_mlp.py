@@ -182,9 +182,8 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
     (the weights, ``step_sizes_``, ``optimize_result_`` with every iterate and
     noisy gradient). Public: ``n``, ``n_features``, every hyperparameter, the
     architecture, the initial weights (drawn from ``random_state``,
-    independently of the data) and the label set. The charge, made once, after
-    ``accountant.check`` while only the shapes of ``X`` and ``y`` were read and
-    before the first gradient, is the composed RDP curve of ``n_iter``
+    independently of the data) and the label set. The charge, made once, while
+    only the shapes of ``X`` and ``y`` were read (before any value), is the composed RDP curve of ``n_iter``
     iterations (a :class:`~privtune.accounting.events.RenyiEvent`), each made
     of, on its own fresh batch of ``m`` rows drawn without replacement
     (:class:`~privtune.accounting.events.SampledWithoutReplacementEvent`, the
@@ -210,7 +209,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
     non-finite feature is mapped to 0 and a label outside the declared
     ``classes`` zeroes the row's loss and gradient, so once charged, ``fit``
     never raises because of a row's values. With ``classes=None`` the label
-    set is read from ``y`` (after the check, before the charge): the guarantee
+    set is read from ``y`` (after the charge): the guarantee
     then holds between neighbouring datasets with the same label set (declare
     ``classes`` to remove this condition).
 
@@ -454,22 +453,20 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         ------
         InvalidParameterError
             For a hyperparameter outside its domain, an accountant of another
-            relation, a budget that cannot pay for ``n_iter`` iterations, or bad
-            data (non-numeric ``X``, mismatched shapes; with ``classes=None``
-            also fewer than two classes or a continuous target); nothing is
-            spent.
+            relation, a budget that cannot pay for ``n_iter`` iterations, or
+            mismatched shapes: nothing is spent. Non-numeric ``X`` (and, with
+            ``classes=None``, fewer than two classes or a continuous target) is
+            found only after the charge, like every value of the data.
         BudgetExceededError
             If the accountant cannot pay for the run; raised before any value
-            of ``X`` or ``y`` is read, with nothing spent (or, if something
-            else charges the same accountant between the check and the charge,
-            after the data was validated, still with nothing spent).
+            of ``X`` or ``y`` is read, with nothing spent.
 
         Notes
         -----
         **Privacy.** ``(epsilon, delta)``-DP under replace-one; the event
-        ``_fit_privacy_event(n_samples, n_features)`` is checked while only the
-        shapes are known, then the data is read and validated, then the event is
-        charged once, before the first gradient (see the class docstring).
+        ``_fit_privacy_event(n_samples, n_features)`` is charged once while only
+        the shapes are known, before any value of the data is read (see the
+        class docstring).
         """
         owner = type(self).__name__
         params = self._validate_params_public(owner)
@@ -479,7 +476,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         acc = self.accountant
         if acc is None:
             acc = Accountant(Budget(tr["epsilon"], tr["delta"]))
-        acc.check(event)  # over budget: refused here, before any value of X or y is read
+        acc.spend(event, phase=owner, role="training")  # write-ahead, before any value of X or y is read
         source = check_random_state(self.random_state, owner=owner)
         X, y = _numeric_rows(self, X, y, owner)
         index, weights = self._encode_labels(y, params["classes"], owner)
@@ -488,7 +485,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
                                    hidden_layer_sizes=params["hidden"], activation=self.activation,
                                    weights=None if weights.all() else weights)
         w0 = init_parameters(d, params["hidden"], objective.n_outputs, self.activation, source.numpy_generator())
-        res = dp_blsgd(objective, w0, accountant=acc, random_state=source, phase=owner, **tr)
+        res = dp_blsgd(objective, w0, accountant=None, random_state=source, phase=owner, **tr)  # charged above
         self._set_weights(res.x, d, params["hidden"], objective.n_outputs)
         self.n_iter_ = int(res.n_iter)
         self.step_sizes_ = np.array(res.step_sizes)
