@@ -14,9 +14,6 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted
 
 from privtune.accounting.accountant import Accountant, compose_events
@@ -24,6 +21,7 @@ from privtune.accounting.budget import Budget
 from privtune.accounting.events import EpsilonDeltaEvent, GaussianEvent, PrivacyEvent
 from privtune.base import PrivacyTags
 from privtune.exceptions import InvalidParameterError, PrivtuneError
+from privtune.linear_model._binary import _BinaryLinearClassifier, _SigmoidProbaMixin
 from privtune.linear_model._input import _numeric_rows, _numeric_table, _public_shape
 from privtune.optim._losses import clip_rows
 from privtune.optim._schedules import HORIZONS, SOLVERS
@@ -41,7 +39,7 @@ ESTIMATOR_SOLVERS = (*SOLVERS, LINE_SEARCH)
 _LINE_SEARCH_PLACEHOLDER_N = 1000
 
 
-class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
+class _DPMarginClassifier(_BinaryLinearClassifier):
     """Shared ``fit`` / ``predict`` of privtune's binary margin classifiers (internal).
 
     Subclasses set ``_loss`` and implement :meth:`_feature_bounds`,
@@ -120,37 +118,6 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
                     f"Got {self.classes!r} instead.")
         out.update(self._validate_extra(owner))
         return out
-
-    def _encode_labels(self, y: np.ndarray, owner: str) -> tuple[np.ndarray, np.ndarray]:
-        """Labels as +1 / -1 and a mask of the rows whose label is usable (public messages only).
-
-        With declared ``classes`` nothing is read to decide the label set, and a
-        row whose label is outside it is marked unusable (it will contribute
-        nothing) instead of refused. With ``classes=None`` the label set is read
-        off ``y`` (outside a training-sensitive search, which requires ``classes``).
-        """
-        if self.classes is None:
-            try:
-                check_classification_targets(y)
-            except ValueError:
-                raise InvalidParameterError(
-                    f"{owner}.fit needs class labels in y (a continuous target is not supported). Unknown label "
-                    "type: continuous or multi-output targets are not supported.") from None
-            y_type = type_of_target(y, input_name="y")
-            if y_type != "binary":
-                raise InvalidParameterError(
-                    f"Only binary classification is supported. The type of the target is {y_type}.")
-            classes = np.unique(y)
-            if classes.shape[0] != 2:
-                raise InvalidParameterError(
-                    f"{owner} needs samples of exactly two classes (or declared 'classes'); got "
-                    f"{classes.shape[0]} class.")
-            usable = np.ones(y.shape[0], dtype=bool)
-        else:
-            classes = np.sort(np.asarray(self.classes))
-            usable = np.isin(y, classes)
-        self.classes_ = classes
-        return np.where(y == classes[1], 1.0, -1.0), usable
 
     # -- planning -------------------------------------------------------------------------
     def _fit_privacy_event(self) -> PrivacyEvent:
@@ -315,26 +282,6 @@ class _DPMarginClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "coef_")
         X = _numeric_table(self, X, type(self).__name__, reset=False)
         return self._features(X, fitting=False) @ self.coef_[0] + self.intercept_[0]
-
-    def predict(self, X: Any) -> np.ndarray:
-        """Predicted class labels.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        scores = self.decision_function(X)
-        return self.classes_[(scores > 0).astype(int)]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        tags.input_tags.allow_nan = True  # non-finite entries are mapped to 0 row by row (never refused)
-        return tags
 
     def __privtune_tags__(self) -> PrivacyTags:
         """The guarantee covers whole training rows; ``classes`` declares the label set (:mod:`privtune.base`)."""
@@ -515,7 +462,7 @@ _PRIVACY_DOC = """
     ``epsilon``."""
 
 
-class DPLogisticRegression(_ClippedLinearMixin, _DPMarginClassifier):
+class DPLogisticRegression(_ClippedLinearMixin, _SigmoidProbaMixin, _DPMarginClassifier):
     __doc__ = r"""Binary logistic regression with differential privacy (Kuru et al. 2022 solvers).
 
     (epsilon, delta)-DP by default, with exact Gaussian noise on the gradients
@@ -608,32 +555,3 @@ class DPLogisticRegression(_ClippedLinearMixin, _DPMarginClassifier):
         self.classes = classes
         self.random_state = random_state
         self.accountant = accountant
-
-    def predict_proba(self, X: Any) -> np.ndarray:
-        """Class probabilities ``[1 - p, p]`` with ``p = sigmoid(decision_function)``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, 2)
-        """
-        p = expit(self.decision_function(X))
-        return np.column_stack((1.0 - p, p))
-
-    def predict_log_proba(self, X: Any) -> np.ndarray:
-        """Logarithm of :meth:`predict_proba`.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, 2)
-        """
-        d = self.decision_function(X)
-        return np.column_stack((-np.logaddexp(0.0, d), -np.logaddexp(0.0, -d)))
-

@@ -13,9 +13,6 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted
 
 from privtune.accounting.accountant import Accountant
@@ -23,6 +20,7 @@ from privtune.accounting.budget import Budget
 from privtune.accounting.events import EpsilonDeltaEvent, GaussianEvent, PrivacyEvent
 from privtune.base import PrivacyTags
 from privtune.exceptions import InvalidParameterError
+from privtune.linear_model._binary import _BinaryLinearClassifier, _SigmoidProbaMixin
 from privtune.linear_model._input import _numeric_rows, _numeric_table, _public_shape
 from privtune.mechanisms.gaussian import calibrate_rdp_gaussian
 from privtune.optim._losses import clip_rows
@@ -43,7 +41,7 @@ _EIGENSOLVERS = ("dense", "lanczos")
 _DECLARED_MARGIN = 1e-9
 
 
-class DPNonConvexClassifier(ClassifierMixin, BaseEstimator):
+class DPNonConvexClassifier(_SigmoidProbaMixin, _BinaryLinearClassifier):
     r"""Binary classifier with a non-convex loss, trained privately to a second-order point (Gao & Wright 2023).
 
     ``fit`` looks for an approximate second-order stationary point of
@@ -339,31 +337,6 @@ class DPNonConvexClassifier(ClassifierMixin, BaseEstimator):
                              label=f"one {owner} fit (full batch: the common RDP curve of every run)")
 
     # -- fit ----------------------------------------------------------------------------------
-    def _encode_labels(self, y: np.ndarray, owner: str) -> tuple[np.ndarray, np.ndarray]:
-        """Labels as +1 / -1 and a mask of usable rows (as ``_DPMarginClassifier._encode_labels``)."""
-        if self.classes is None:
-            try:
-                check_classification_targets(y)
-            except ValueError:
-                raise InvalidParameterError(
-                    f"{owner}.fit needs class labels in y (a continuous target is not supported). Unknown label "
-                    "type: continuous or multi-output targets are not supported.") from None
-            y_type = type_of_target(y, input_name="y")
-            if y_type != "binary":
-                raise InvalidParameterError(
-                    f"Only binary classification is supported. The type of the target is {y_type}.")
-            classes = np.unique(y)
-            if classes.shape[0] != 2:
-                raise InvalidParameterError(
-                    f"{owner} needs samples of exactly two classes (or declared 'classes'); got "
-                    f"{classes.shape[0]} class.")
-            usable = np.ones(y.shape[0], dtype=bool)
-        else:
-            classes = np.sort(np.asarray(self.classes))
-            usable = np.isin(y, classes)
-        self.classes_ = classes
-        return np.where(y == classes[1], 1.0, -1.0), usable
-
     def _rows(self, X: np.ndarray, p: dict[str, Any]) -> np.ndarray:
         """Rows clipped to ``data_norm`` (non-finite entries mapped to 0), with the intercept column."""
         finite = np.isfinite(X)
@@ -466,57 +439,6 @@ class DPNonConvexClassifier(ClassifierMixin, BaseEstimator):
             X = np.where(finite, X, 0.0)
         R = check_real(self.data_norm, "data_norm", low=0.0, owner=owner)
         return clip_rows(X, math.inf, R, mode="rows", owner=owner) @ self.coef_[0] + self.intercept_[0]
-
-    def predict(self, X: Any) -> np.ndarray:
-        """Predicted class labels.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        scores = self.decision_function(X)  # checks that the model is fitted
-        return self.classes_[(scores > 0).astype(int)]
-
-    def predict_proba(self, X: Any) -> np.ndarray:
-        """``[1 - p, p]`` with ``p = sigmoid(decision_function)``, for both losses.
-
-        For ``loss="nonconvex_logistic"`` this is the model's probability; for
-        the sigmoid loss it is a monotone score (the loss is not a likelihood).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, 2)
-        """
-        p = expit(self.decision_function(X))
-        return np.column_stack((1.0 - p, p))
-
-    def predict_log_proba(self, X: Any) -> np.ndarray:
-        """Logarithm of :meth:`predict_proba`, computed stably.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, 2)
-        """
-        m = self.decision_function(X)
-        return np.column_stack((-np.logaddexp(0.0, m), -np.logaddexp(0.0, -m)))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        tags.input_tags.allow_nan = True  # non-finite entries are mapped to 0 row by row (never refused)
-        return tags
 
     def __privtune_tags__(self) -> PrivacyTags:
         """The guarantee covers whole training rows; ``classes`` declares the label set (:mod:`privtune.base`)."""
