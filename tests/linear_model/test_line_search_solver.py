@@ -32,7 +32,8 @@ def _median_accuracy(cls, eps, data, seeds=5, **kw):
 
 
 def test_learns_breast_cancer_within_5_points_of_sklearn_at_epsilon_1(cancer):
-    """Measured: median 0.942 over 7 seeds against 0.959 for scikit-learn (398 training rows, delta 1e-6)."""
+    """Measured: median 0.942 over 7 seeds against 0.959 for scikit-learn (398 training rows, delta 1e-6);
+    the test takes 5 seeds and needs 0.909."""
     Xtr, Xte, ytr, yte = cancer
     ref = LogisticRegression().fit(Xtr, ytr).score(Xte, yte)
     assert _median_accuracy(DPLogisticRegression, 1.0, cancer) >= ref - 0.05
@@ -41,7 +42,8 @@ def test_learns_breast_cancer_within_5_points_of_sklearn_at_epsilon_1(cancer):
 @pytest.mark.slow
 @pytest.mark.parametrize("cls", [DPLogisticRegression, DPLinearSVC])
 def test_accuracy_does_not_fall_as_epsilon_grows(cancer, cls):
-    """Medians over 5 seeds at epsilon 0.1, 1, 10 (measured LR 0.81 / 0.94 / 0.95; LinearSVC 0.74 / 0.90 / 0.95)."""
+    """Medians over 5 seeds at epsilon 0.1, 1, 10 (7-seed medians measured: LR 0.81 / 0.94 / 0.95, LinearSVC 0.74 /
+    0.90 / 0.95)."""
     accs = [_median_accuracy(cls, eps, cancer) for eps in (0.1, 1.0, 10.0)]
     assert accs[1] >= accs[0] - 0.01 and accs[2] >= accs[1] - 0.01, accs
 
