@@ -23,7 +23,7 @@ from privtune.base import PrivacyTags
 from privtune.exceptions import InvalidParameterError, PrivtuneError
 from privtune.linear_model._binary import _BinaryLinearClassifier, _SigmoidProbaMixin
 from privtune.linear_model._input import _numeric_rows, _numeric_table, _public_shape
-from privtune.optim._losses import clip_rows
+from privtune.optim._losses import _FLOAT32_SHRINK, clip_rows, compact_rows
 from privtune.optim._schedules import HORIZONS, SOLVERS
 from privtune.optim.accelerated import dp_accelerated, gaussian_run_multiplier
 from privtune.optim.line_search import MarginObjective, blsgd_privacy_event, dp_blsgd
@@ -231,14 +231,21 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
         finite = np.isfinite(X)
         if not finite.all():
             X = np.where(finite, X, 0.0)  # a non-finite entry is mapped to 0, row by row
-        U = self._features(X, fitting=True)
-        r1, r2 = self._feature_bounds(X.shape[1])
-        s = params["intercept_scaling"]
+        s = params["intercept_scaling"] if self.fit_intercept else 0.0
+        coef_scale, s_used = 1.0, s
+        if self.solver == LINE_SEARCH:
+            U = self._features(X, fitting=True)
+            r1, r2 = self._feature_bounds(X.shape[1])
+            if self.fit_intercept:
+                U = np.hstack((U, np.full((n, 1), s)))
+        else:  # the accelerated solvers read float32 rows: half the memory traffic per step
+            U, s_used = self._compact_features(X, s)
+            r1, r2 = self._feature_bounds(X.shape[1])
+            coef_scale = _FLOAT32_SHRINK
         if self.fit_intercept:
-            U = np.hstack((U, np.full((n, 1), s)))
             r1, r2 = r1 + s, math.sqrt(r2 * r2 + s * s)
         if not usable.all():  # a label outside the declared classes: the row contributes nothing
-            U = U.copy()
+            U = U.copy() if U.dtype != np.float32 else U  # the float32 rows are already a private copy
             U[~usable] = 0.0
             z = np.where(usable, z, 1.0)
         if self.solver == LINE_SEARCH:
@@ -253,11 +260,11 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
                 delta=params["delta"] if gaussian else None, horizon=self.horizon,
                 output="last" if self.horizon == "paper" else "tail_average")
         w = res.x
-        if self.fit_intercept:
-            self.coef_ = w[:-1].reshape(1, -1).copy()
-            self.intercept_ = np.array([w[-1] * s])
+        if self.fit_intercept:  # the model of the stored rows, for the rows predict sees (coef_scale, s_used)
+            self.coef_ = (w[:-1] * coef_scale).reshape(1, -1)
+            self.intercept_ = np.array([w[-1] * s_used])
         else:
-            self.coef_ = w.reshape(1, -1).copy()
+            self.coef_ = (w * coef_scale).reshape(1, -1)
             self.intercept_ = np.zeros(1)
         self.n_iter_ = res.n_iter
         self.privacy_spent_ = (Budget(res.epsilon, res.delta) if self.solver != LINE_SEARCH
@@ -266,6 +273,17 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
         self.accountant_ = acc
         self.optimize_result_ = res
         return self
+
+    def _compact_features(self, X: np.ndarray, intercept: float) -> tuple[np.ndarray, float]:
+        """The training features as float32 rows (with the intercept column), and the stored intercept value.
+
+        See :func:`privtune.optim._losses.compact_rows`: every row is scaled by
+        ``1 - 2**-16`` so that float32 rounding keeps it inside the declared
+        bounds; ``fit`` multiplies ``coef_`` back by that factor.
+        """
+        F = self._features(X, fitting=True)  # first: it may draw the (public) feature map the bounds depend on
+        r1, r2 = self._feature_bounds(X.shape[1])
+        return compact_rows(F, r1, r2, mode="rows", owner=type(self).__name__, intercept=intercept)
 
     # -- prediction -----------------------------------------------------------------------
     def decision_function(self, X: Any) -> np.ndarray:
@@ -318,6 +336,11 @@ class _ClippedLinearMixin:
         r1, r2 = self._bounds_now(X.shape[1])
         mode = self.clip if fitting else "rows"
         return clip_rows(X, r1, r2, mode=mode, owner=type(self).__name__)
+
+    def _compact_features(self, X: np.ndarray, intercept: float) -> tuple[np.ndarray, float]:
+        """Clipping, the float32 cast and the intercept column in one pass over ``X`` (``clip`` applies)."""
+        r1, r2 = self._bounds_now(X.shape[1])
+        return compact_rows(X, r1, r2, mode=self.clip, owner=type(self).__name__, intercept=intercept)
 
 
 _COMMON_PARAMS_DOC = """

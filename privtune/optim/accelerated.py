@@ -153,8 +153,10 @@ def _public_shape(X: Any, owner: str) -> tuple[int, int]:
 
 
 def _read_data(X: Any, y: Any, n: int, d: int, owner: str) -> tuple[np.ndarray, np.ndarray]:
+    """``X`` as a float array (float32 kept as is, see :func:`~privtune.optim._losses.compact_rows`) and ``y``."""
     try:
-        U = np.asarray(X, dtype=np.float64)
+        single = getattr(X, "dtype", None) == np.float32
+        U = np.asarray(X, dtype=np.float32 if single else np.float64)
         z = np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError):
         raise InvalidParameterError(f"'X' and 'y' passed to {owner} must be arrays of real numbers.") from None
@@ -349,6 +351,7 @@ def _execute(plan: _Plan, U: np.ndarray, z: np.ndarray, *, noise: bool) -> DPOpt
     T, d, n, m = plan.t_used, plan.d, plan.n, plan.m
     sched = plan.sched
     rng = plan.source.numpy_generator() if m < n else None  # batch selection (not released)
+    z = z.astype(U.dtype, copy=False)  # labels in the rows' dtype (float32 rows: float32 products)
     x_prev = plan.w0.copy()
     x = plan.w0.copy()
     iterates = np.empty((T + 1, d))
@@ -459,7 +462,11 @@ def dp_accelerated(
     Parameters
     ----------
     X : array-like of shape (n_samples, n_features)
-        Sensitive rows ``u_i``. Its shape is public.
+        Sensitive rows ``u_i``. Its shape is public. A float32 array is used
+        in float32 (about twice as fast on large data; a row then counts as
+        over a bound beyond ``1 - 2**-20`` times it and is scaled to
+        ``1 - 2**-16`` times it, so that float32 rounding cannot lift it above);
+        anything else is converted to float64.
     y : array-like of shape (n_samples,)
         Labels in {-1, +1}.
     solver : {"gd", "hb", "nag", "nag-opt", "masg", "masg-opt"}, default="nag-opt"
