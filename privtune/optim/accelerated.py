@@ -77,7 +77,7 @@ from privtune.mechanisms._batched import PredrawnNoise
 from privtune.mechanisms._samplers import GRID_HEADROOM, MAX_GAUSSIAN_GRID_EXPONENT
 from privtune.mechanisms.gaussian import Gaussian, calibrate_rdp_gaussian
 from privtune.mechanisms.laplace import Laplace
-from privtune.optim._losses import MarginLoss, clip_rows, get_loss, l1_bound_of
+from privtune.optim._losses import ClippedRows, MarginLoss, clip_rows, get_loss, l1_bound_of
 from privtune.optim._result import DPOptimizeResult
 from privtune.optim._schedules import (
     HORIZONS,
@@ -156,13 +156,13 @@ def _read_data(X: Any, y: Any, n: int, d: int, owner: str) -> tuple[np.ndarray, 
     """``X`` as a float array (float32 kept as is, see :func:`~privtune.optim._losses.compact_rows`) and ``y``."""
     try:
         single = getattr(X, "dtype", None) == np.float32
-        U = np.asarray(X, dtype=np.float32 if single else np.float64)
+        U = X if isinstance(X, ClippedRows) else np.asarray(X, dtype=np.float32 if single else np.float64)
         z = np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError):
         raise InvalidParameterError(f"'X' and 'y' passed to {owner} must be arrays of real numbers.") from None
     if U.shape != (n, d):
         raise InvalidParameterError(f"The 'X' parameter of {owner} changed shape while being read.")
-    if not np.all(np.isfinite(U)):
+    if not isinstance(U, ClippedRows) and not np.all(np.isfinite(U)):  # ClippedRows are finite by construction
         raise InvalidParameterError(f"The 'X' parameter of {owner} contains NaN or infinite values.")
     if z.ndim != 1 or z.shape[0] != n:
         raise InvalidParameterError(
@@ -421,7 +421,7 @@ def _run(X: Any, y: Any, *, add_noise: bool, accountant: Any, phase: str, **kw: 
     if accountant is not None:
         accountant.check(plan.total)  # refuses an over-budget run before any value of X is read
     U, z = _read_data(X, y, n, d, owner)
-    U = clip_rows(U, plan.r1, plan.r2, mode=plan.clip, owner=owner)
+    U = np.asarray(clip_rows(U, plan.r1, plan.r2, mode=plan.clip, owner=owner))  # a plain view from here on
     if accountant is not None:
         accountant.spend(plan.total, phase=phase, role="training")  # write-ahead, before the first gradient
     return _execute(plan, U, z, noise=add_noise)
