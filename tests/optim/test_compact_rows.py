@@ -112,3 +112,25 @@ def test_estimator_model_is_the_model_of_the_stored_rows(Est):
     w = clf.optimize_result_.x
     U, s = compact_rows(X, math.inf, 1.0, mode="rows", owner="t", intercept=0.5)
     np.testing.assert_allclose(clf.decision_function(X), U.astype(np.float64) @ w, rtol=1e-5, atol=1e-6)
+
+
+def test_compact_rows_are_not_rescanned_for_the_same_bounds_but_are_for_tighter_ones():
+    X = _rows_at_and_over_the_bound(5, d=6)
+    U, s = compact_rows(X, math.inf, 1.0, mode="rows", owner="t", intercept=0.5)
+    assert U.bounds == (math.inf, math.hypot(1.0, 0.5))
+    assert clip_rows(U, math.inf, math.hypot(1.0, 0.5), mode="raise", owner="t") is U
+    tighter = clip_rows(U, math.inf, 0.5, mode="rows", owner="t")  # a smaller bound: checked and clipped again
+    assert tighter is not U and all(_exact_sq_norm(row) < Fraction(1, 4) for row in tighter)
+    with pytest.raises(InvalidParameterError):
+        clip_rows(U, math.inf, 0.5, mode="raise", owner="t")
+
+
+def test_gradient_blocks_sum_to_the_unblocked_gradient():
+    """More rows than one block (about 512 KiB): the blocked float64 gradient equals the one-shot formula."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(20_000, 9)) / 3  # 20 000 x 9 float64 = 1.4 MiB: three blocks
+    z = rng.choice([-1.0, 1.0], size=20_000)
+    w = rng.normal(size=9)
+    L = MarginLoss("logistic")
+    direct = X.T @ (L.derivative(z * (X @ w)) * z) / 20_000 + 0.2 * w
+    np.testing.assert_allclose(L.gradient(w, X, z, 0.2), direct, rtol=1e-12, atol=1e-15)
