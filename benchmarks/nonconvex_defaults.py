@@ -125,12 +125,13 @@ def main() -> None:
              "second-order point. `noiseless`: the same model at epsilon = 1000 with max_iter 200 (3 seeds); "
              "`sklearn LR`: non-private logistic regression.", ""]
     for loss in ("sigmoid", "nonconvex_logistic"):
-        lines += [f"## loss = {loss}", "", f"| data set (n train × d) | setting | {eps_head} | noiseless | sklearn LR |",
+        lines += [f"## loss = {loss}", "",
+                  f"| data set (n train × d) | setting | {eps_head} | noiseless | sklearn LR |",
                   "|---|---|" + "---|" * len(EPSILONS) + "---|---|"]
         for r in rows:
             if r["loss"] != loss:
                 continue
-            cells = " | ".join(f"{a:.3f} ({c:.0%})" for a, c in zip(r["accuracy"], r["certified"]))
+            cells = " | ".join(f"{a:.3f} ({c:.0%})" for a, c in zip(r["accuracy"], r["certified"], strict=True))
             lines.append(f"| {r['dataset']} ({r['n_train']} × {r['n_features']}) | {r['setting']} | {cells} | "
                          f"{r['noiseless']:.3f} | {r['sklearn_lr']:.3f} |")
         lines.append("")

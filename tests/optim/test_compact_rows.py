@@ -10,9 +10,9 @@ import pytest
 
 from privtune.exceptions import InvalidParameterError
 from privtune.linear_model import DPLogisticRegression
-from privtune.svm import DPLinearSVC
 from privtune.optim import dp_nesterov
 from privtune.optim._losses import _FLOAT32_SHRINK, MarginLoss, clip_rows, compact_rows
+from privtune.svm import DPLinearSVC
 
 
 def _exact_sq_norm(row: np.ndarray) -> Fraction:
