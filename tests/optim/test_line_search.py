@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import _svt_table
 import numpy as np
 import pytest
 from dp_accounting import dp_event
@@ -173,42 +174,9 @@ OUTCOMES = [*range(K), None]
 ALPHA = 1e-5
 
 
-class TableObjective:
-    """One parameter; every row's loss is ``at_w0[i]`` at w = 0 and ``elsewhere[i]`` at any other point."""
-
-    n_params = 1
-
-    def __init__(self, at_w0, elsewhere):
-        self.at_w0 = np.asarray(at_w0, dtype=float)
-        self.elsewhere = np.asarray(elsewhere, dtype=float)
-        self.n_samples = self.at_w0.size
-
-    def per_example_losses(self, w, idx):
-        return (self.at_w0 if float(w[0]) == 0.0 else self.elsewhere)[idx]
-
-    def per_example_gradients(self, w, idx):
-        return np.zeros((len(idx), 1))
-
-
 def table_pair(base: float):
-    """(D, D'): queries at ``base - Delta`` on D and ``base`` on D' (units of the value, Delta = 2 C / n)."""
-    unit = C_OBJ / N_ROWS  # one row's largest contribution
-    a, b = np.zeros(N_ROWS), np.zeros(N_ROWS)
-    rest = base - unit  # row 0 contributes -unit on D (+unit on D'); the other rows make up the rest
-    k = int(math.floor(abs(rest) / unit))
-    frac = abs(rest) / unit - k
-    rows = np.zeros(N_ROWS - 1)
-    rows[:k] = 1.0
-    rows[k] = frac
-    if rest >= 0:
-        a[1:], b[1:] = rows * C_OBJ, 0.0  # loss at w above the candidates': positive contribution
-    else:
-        a[1:], b[1:] = 0.0, rows * C_OBJ
-    d_a, d_b = a.copy(), b.copy()
-    d_a[0], d_b[0] = 0.0, C_OBJ
-    p_a, p_b = a.copy(), b.copy()
-    p_a[0], p_b[0] = C_OBJ, 0.0
-    return TableObjective(d_a, d_b), TableObjective(p_a, p_b)
+    """(D, D'): every candidate's slack at ``base - Delta`` on D and ``base`` on D' (see ``_svt_table``)."""
+    return _svt_table.table_pair(base, n_rows=N_ROWS, c_obj=C_OBJ)
 
 
 W0 = np.zeros(1)
