@@ -1,10 +1,13 @@
-"""PrivateSearchCV: a scikit-learn search that releases its results under differential privacy."""
+"""PrivateSearchCV: a scikit-learn search that releases its results under differential privacy.
+
+This module holds the class and the search itself (``fit``, the training role,
+public pre-screening); its set-up before any data is read is in ``_config.py``,
+what it exposes afterwards in ``_results.py``, input checks in ``_inputs.py``.
+"""
 
 from __future__ import annotations
 
 import datetime
-import math
-import sys
 import threading
 import time
 import warnings
@@ -13,9 +16,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import clone
-from sklearn.exceptions import DataConversionWarning
 from sklearn.model_selection._search import BaseSearchCV
-from sklearn.utils.validation import check_array
 
 from privtune.accounting import Accountant, Budget, ComposedEvent
 from privtune.exceptions import (
@@ -26,18 +27,19 @@ from privtune.exceptions import (
     PrivtuneError,
 )
 from privtune.logging import get_logger
-from privtune.model_selection._scoring import BoundedScorer, make_bounded_scorer
+from privtune.model_selection._config import _SearchConfigMixin
+from privtune.model_selection._inputs import _params_key
+from privtune.model_selection._progress import _Progress
+from privtune.model_selection._results import _SearchResultsMixin
+from privtune.model_selection._scoring import BoundedScorer
 from privtune.model_selection._training import (
     FitTickets,
-    check_training_estimator,
-    per_fit_event,
     training_plan,
     unaffordable_message,
 )
 from privtune.model_selection._utility import utility_warnings
-from privtune.space import Categorical, Dimension, Integer, SearchSpace, candidate_set
+from privtune.space import candidate_set
 from privtune.utils._random import check_random_state
-from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
 
 __all__ = ["PrivateSearchCV", "DEFAULT_METHOD"]
 
@@ -47,81 +49,6 @@ _logger = get_logger("privtune.model_selection")
 #: public and given apart from the validation rows, else to ``"random"`` -- both unconditional, and the
 #: lowest median and 90th-percentile regret in benchmarks/privacy_utility.py (README, docs/methods.md).
 DEFAULT_METHOD = "auto"
-_SENSITIVE = ("validation", "training", "both")
-_METHOD_PARAMS_WITH_SENSITIVITY = ("noisy-ucb", "random", "prescreen")
-
-
-def _as_space(search_space: Any) -> SearchSpace:
-    if isinstance(search_space, SearchSpace):
-        return search_space
-    if isinstance(search_space, Mapping) and all(isinstance(v, Dimension) for v in search_space.values()):
-        return SearchSpace(dict(search_space))
-    raise InvalidParameterError(
-        "The 'search_space' parameter of PrivateSearchCV must be a privtune.space.SearchSpace or a dict "
-        "{name: Real/Integer/Categorical}. Got " f"{type(search_space).__name__}.")
-
-
-def _as_table(X: Any, name: str) -> Any:
-    """A 2-D array (or sparse matrix) of ``X``; errors name the argument and its shape, never a value."""
-    if getattr(getattr(X, "dtype", None), "kind", None) == "c":
-        raise InvalidParameterError(f"Complex data not supported: {name} has a complex dtype.")
-    try:
-        arr = check_array(X, accept_sparse=["csr", "csc"], dtype=None, ensure_all_finite=False,
-                          ensure_2d=False, allow_nd=True, ensure_min_samples=0, ensure_min_features=0,
-                          input_name=name)
-    except Exception:  # noqa: BLE001 - scikit-learn's messages can quote the values
-        raise InvalidParameterError(
-            f"PrivateSearchCV.fit could not read {name} as an array ({type(X).__name__}); pass a 2-D array-like "
-            "(n_samples, n_features).") from None
-    if arr.ndim != 2:
-        raise InvalidParameterError(
-            f"{name} must be 2-D (n_samples, n_features); got an array with {arr.ndim} dimension(s) of shape "
-            f"{tuple(arr.shape)}. Reshape it (e.g. {name}.reshape(-1, 1) for one feature).")
-    for axis, what in ((0, "sample"), (1, "feature")):
-        if arr.shape[axis] == 0:
-            raise InvalidParameterError(
-                f"Found array with 0 {what}(s) (shape={tuple(arr.shape)}) while a minimum of 1 is required "
-                f"({name}).")
-    return arr
-
-
-def _as_labels(y: Any, name: str) -> np.ndarray:
-    """A 1-D array of targets; errors name the argument and its shape, never a value."""
-    try:
-        arr = np.asarray(y)
-    except Exception:  # noqa: BLE001
-        raise InvalidParameterError(f"PrivateSearchCV.fit could not read {name} as an array.") from None
-    if arr.ndim == 2 and arr.shape[1] == 1:
-        warnings.warn(f"A column-vector {name} was passed when a 1d array was expected; it was ravelled.",
-                      DataConversionWarning, stacklevel=3)
-        arr = arr.ravel()
-    if arr.ndim != 1:
-        raise InvalidParameterError(
-            f"{name} must be 1-D (n_samples,); got shape {tuple(arr.shape)} (multi-output targets are not "
-            "supported).")
-    return arr
-
-
-def _params_key(params: Mapping[str, Any]) -> str:
-    """A key naming one candidate's hyperparameters (their reprs, in name order)."""
-    return repr(sorted((str(k), repr(v)) for k, v in params.items()))
-
-
-def _max_distinct_candidates(space: SearchSpace) -> float:
-    """How many distinct points the space holds (inf with a Real dimension): a public bound on |Lambda|."""
-    total = 1.0
-    for _, dim in space.items():
-        n = getattr(dim, "n_values", None)
-        if n is None:
-            choices = getattr(dim, "choices", None)
-            n = len(choices) if choices is not None else math.inf
-        total *= n
-    return total
-
-
-def _same_length(X: Any, y: Any, xname: str, yname: str) -> None:
-    if X.shape[0] != y.shape[0]:
-        raise InvalidParameterError(f"{xname} has {X.shape[0]} rows but {yname} has {y.shape[0]}.")
 
 
 class CandidateFitError(PrivtuneError, RuntimeError):
@@ -136,36 +63,7 @@ class CandidateFitError(PrivtuneError, RuntimeError):
 _RAW_TRAJECTORY = ("gp-ucb", "gp-ucb-exact", "lipschitz")
 
 
-class _Progress:
-    """A one-line progress display on stderr (public quantities only)."""
-
-    def __init__(self, total: int, enabled: bool) -> None:
-        self.total, self.enabled, self.start = total, enabled, time.perf_counter()
-
-    def _draw(self, done: int, text: str) -> None:
-        if not self.enabled:
-            return
-        width = 24
-        filled = int(width * min(done, self.total) / max(self.total, 1))
-        sys.stderr.write(f"\r[privtune] [{'#' * filled}{'.' * (width - filled)}] {text} "
-                         f"({time.perf_counter() - self.start:.1f} s)")
-        sys.stderr.flush()
-
-    def __call__(self, record: Any) -> None:
-        """Show a released iteration (the GP methods)."""
-        self._draw(record.iteration, f"{record.iteration}/{self.total} eps spent {record.epsilon_spent:.3g}")
-
-    def evaluated(self, done: int) -> None:
-        """Count an evaluation of a fixed-size, data-independent batch (``random``'s exponential selection)."""
-        self._draw(done, f"evaluated {done}/{self.total}")
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
-class PrivateSearchCV(BaseSearchCV):
+class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, BaseSearchCV):
     """Hyperparameter search whose results are released under differential privacy.
 
     ``PrivateSearchCV`` evaluates candidate hyperparameters of ``estimator`` on a
@@ -434,316 +332,9 @@ class PrivateSearchCV(BaseSearchCV):
             raise InvalidParameterError("PrivateSearchCV.score needs refit=True (a fitted best_estimator_).")
         return self.scorer_.score_public(self.best_estimator_, X, y)
 
-    def _resolved_method(self) -> str:
-        """The release method ``method="auto"`` stands for, from public parameters only.
-
-        ``"prescreen"`` when the training rows are public and apart from the
-        validation rows (``sensitive="validation"``, no ``cv``) and
-        ``method_params`` do not ask for ``random``'s other selections;
-        ``"random"`` otherwise. Any other value of ``method`` is returned as is.
-        """
-        if self.method != "auto":
-            return self.method
-        params = self.method_params if isinstance(self.method_params, Mapping) else {}
-        if self.sensitive == "validation" and self.cv is None and "selection" not in params:
-            return "prescreen"
-        return "random"
-
     # sklearn's BaseSearchCV hook; the search is run by fit itself.
     def _run_search(self, evaluate_candidates: Any) -> None:  # pragma: no cover
         raise NotImplementedError("PrivateSearchCV runs its own private search in fit().")
-
-    # -- validation --------------------------------------------------------------------
-    def _validate_params(self) -> dict[str, Any]:  # noqa: C901 - one flat list of checks
-        owner = "PrivateSearchCV"
-        from privtune.bo import METHODS
-
-        if self.method != "auto" and self.method not in METHODS:
-            raise InvalidParameterError(
-                f"The 'method' parameter of {owner} must be 'auto' or one of {sorted(METHODS)}. Got {self.method!r} "
-                "instead.")
-        cfg: dict[str, Any] = {
-            "epsilon": check_epsilon(self.epsilon, owner=owner),
-            "delta": check_delta(self.delta, owner=owner),
-            "n_iter": check_integer(self.n_iter, "n_iter", low=1, owner=owner),
-            "n_candidates": check_integer(self.n_candidates, "n_candidates", low=1, high=2**20, owner=owner),
-            "validation_size": (None if self.validation_size is None else
-                                check_real(self.validation_size, "validation_size", low=0.0, high=1.0, owner=owner)),
-            "verbose": check_integer(self.verbose, "verbose", low=0, owner=owner),
-        }
-        if self.sensitive not in _SENSITIVE:
-            raise InvalidParameterError(
-                f"The 'sensitive' parameter of {owner} must be one of {list(_SENSITIVE)}. Got {self.sensitive!r}.")
-        if self.cv is not None:
-            cfg["cv"] = check_integer(self.cv, "cv", low=2, owner=owner)
-            cfg["cv_validation_share"] = check_real(self.cv_validation_share, "cv_validation_share", low=0.0,
-                                                    high=1.0, owner=owner)
-            if self.sensitive != "both":
-                raise InvalidParameterError(
-                    f"cv={self.cv!r} makes every row both a training and a validation row, so it needs "
-                    f"sensitive='both' and a privtune DP estimator. Got sensitive={self.sensitive!r}; pass X_val "
-                    "(or use validation_size) for a validation-only search.")
-        training_sensitive = self.sensitive in ("training", "both")
-        if self._resolved_method() == "prescreen" and (self.sensitive != "validation" or self.cv is not None):
-            raise InvalidParameterError(
-                "method='prescreen' scores candidates by cross-validation on the training rows without privacy, so "
-                "it needs public training rows: sensitive='validation' and no cv. Got "
-                f"sensitive={self.sensitive!r}, cv={self.cv!r}; use method='random' here.")
-        if training_sensitive:
-            cfg["tags"] = check_training_estimator(self.estimator, owner=owner)
-            if self._resolved_method() == "lipschitz":
-                raise InvalidParameterError(
-                    "method='lipschitz' (Kusner et al. Alg. 3) assumes public training data (its sensitivity fixes "
-                    "the trained weights), and how many fits it makes depends on its raw-score trajectory. Use "
-                    "sensitive='validation', or another method with sensitive training data.")
-        if not isinstance(self.refit, bool):
-            raise InvalidParameterError(f"The 'refit' parameter of {owner} must be a bool. Got {self.refit!r}.")
-        if self.error_score not in ("lower", "raise"):
-            raise InvalidParameterError(
-                f"The 'error_score' parameter of {owner} must be 'lower' or 'raise'. Got {self.error_score!r}.")
-        if self.error_score == "raise" and training_sensitive:
-            raise InvalidParameterError(
-                f"error_score='raise' with sensitive={self.sensitive!r}: whether a fit on sensitive training rows "
-                "fails would itself be released. Use error_score='lower' (a failed fit scores the lower bound).")
-        if self.accountant is not None and not isinstance(self.accountant, Accountant):
-            raise InvalidParameterError(f"The 'accountant' parameter of {owner} must be a privtune Accountant.")
-        if self.storage is not None:
-            if self.accountant is not None:
-                raise InvalidParameterError(
-                    f"Pass either 'accountant' or 'storage' to {owner}, not both: with storage, the study's ledger is "
-                    "the accountant's.")
-            if self.sensitive != "validation":
-                raise InvalidParameterError(
-                    f"Resumable storage supports sensitive='validation' only: the DP estimators charge their training "
-                    f"accountant directly, so a resumed training-sensitive search could re-spend. Got "
-                    f"sensitive={self.sensitive!r}; run it without storage.")
-        if self.study_name is not None and (not isinstance(self.study_name, str) or not self.study_name):
-            raise InvalidParameterError(f"The 'study_name' parameter of {owner} must be a non-empty str or None.")
-        if self.n_jobs is not None:
-            check_integer(self.n_jobs, "n_jobs", owner=owner)
-        if self.callbacks is not None and not all(callable(c) for c in self.callbacks):
-            raise InvalidParameterError(f"The 'callbacks' parameter of {owner} must be a list of callables.")
-        if self.method_params is not None and not isinstance(self.method_params, Mapping):
-            raise InvalidParameterError(f"The 'method_params' parameter of {owner} must be a dict or None.")
-        cfg["space"] = _as_space(self.search_space)
-        unknown = set(cfg["space"].names) - set(self.estimator.get_params(deep=True))
-        if unknown:
-            raise InvalidParameterError(
-                f"The search space names hyperparameters that {type(self.estimator).__name__} does not have: "
-                f"{sorted(unknown)}.")
-        cfg["scorer"] = make_bounded_scorer(self.scoring, score_bounds=self.score_bounds,
-                                            score_sensitivity=self.score_sensitivity,
-                                            min_class_size=self.min_class_size)
-        cfg["method"] = self._resolved_method()
-        cfg["stopping"] = (cfg["method"] == "random"
-                           and dict(self.method_params or {}).get("selection") == "random-stopping")
-        if training_sensitive:
-            one_fit, one_budget = per_fit_event(self.estimator)
-            cfg["one_fit"], cfg["one_fit_budget"] = one_fit, one_budget
-            if cfg["stopping"]:
-                if one_budget.delta > 0:
-                    raise InvalidParameterError(
-                        "Random stopping (Papernot & Steinke) is accounted here for pure-epsilon training runs only, "
-                        f"but one {type(self.estimator).__name__} fit is ({one_budget.epsilon:.4g}, "
-                        f"{one_budget.delta:.3g})-DP. Use the estimator's noise='laplace', or "
-                        "selection='exponential'.")
-                if "run_event" in (self.method_params or {}):
-                    raise InvalidParameterError(
-                        "Do not pass method_params['run_event'] with sensitive training data: the search takes each "
-                        "run's training event from the estimator's declaration.")
-        return cfg
-
-    def privacy_plan(self, n_validation: int, n_classes: int | None = None) -> dict[str, Any]:
-        """What this configuration will spend, and its noise in score units -- without any data.
-
-        Parameters
-        ----------
-        n_validation : int
-            The (public) size of the sensitive validation set (with ``cv``: the
-            size of the smallest validation fold, ``n_samples // cv``).
-        n_classes : int or None, default=None
-            The (public) number of classes K in balanced accuracy's sensitivity.
-            ``None``: the estimator's declared label set when it has one, else 2
-            (the most conservative). ``fit`` uses the classes of the public
-            training labels when training data is public.
-
-        Returns
-        -------
-        dict
-            ``method``, ``guarantee``, ``phases`` (validation phase -> Budget),
-            ``total`` (the validation role's Budget), ``training_phases`` and
-            ``training_total`` (the training role's fits, refit included; empty /
-            ``None`` when training data is public), ``overall`` (the maximum over
-            the disjoint roles, or their composition with ``cv``),
-            ``score_sensitivity``, ``noise`` (score units), ``n_candidates``
-            and ``warnings`` (plain sentences when a release would carry almost
-            no information at this budget: a selection close to a random pick,
-            or noise that dwarfs the score range; ``fit`` issues them as
-            :class:`~privtune.exceptions.LowUtilityWarning` before reading any
-            data), and ``n_candidates_exact`` (False when an unseeded run's
-            de-duplicated candidate count may differ from this one: integer or
-            categorical dimensions and no integer ``random_state``).
-
-        Raises
-        ------
-        InvalidParameterError, BudgetExceededError
-            As ``fit`` would, before any data access; a training plan over budget
-            names what to change.
-        """
-        from privtune.accounting import compose_events
-
-        cfg = self._validate_params()
-        m = check_integer(n_validation, "n_validation", low=2, owner="PrivateSearchCV.privacy_plan")
-        scorer = cfg["scorer"]
-        source = check_random_state(self.random_state if isinstance(self.random_state, (int, np.integer)) else 0)
-        seeds = [int(g.integers(2**63)) for g in (source.numpy_generator(), source.numpy_generator())]
-        candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=self.candidate_grid,
-                                   random_state=np.random.default_rng(seeds[1]))
-        self._check_random_coverage(cfg, len(self.candidate_grid or ()), len(candidates))
-        k = cfg.get("cv")
-        n_cls = self._n_classes(cfg) if n_classes is None else max(2, check_integer(
-            n_classes, "n_classes", low=1, owner="PrivateSearchCV.privacy_plan"))
-        sensitivity = scorer.sensitivity(m, n_cls) / (k or 1)
-        budget, train_budget = self._role_budgets(cfg)
-        method = self._make_method(cfg, scorer, m, sensitivity, budget)
-        plan = method.plan(candidates)
-        phases: dict[str, list[Any]] = {}
-        for ev, ph in plan:
-            phases.setdefault(ph, []).append(ev)
-        total = compose_events([ev for ev, _ in plan], delta=budget.delta)
-        Accountant(budget).check(ComposedEvent(events=tuple(ev for ev, _ in plan)))
-        _, train_plan, _ = self._training_role(cfg, method, candidates, train_budget, k or 1)
-        train_phases = {ph: compose_events([ev], delta=train_budget.delta) for ev, ph in train_plan}
-        train_total = (compose_events([ev for ev, _ in train_plan], delta=train_budget.delta) if train_plan
-                       else None)
-        if train_total is None:
-            overall = total
-        elif k is not None:  # overlapping roles: sequential composition
-            overall = compose_events([ev for ev, _ in plan] + [ev for ev, _ in train_plan],
-                                     delta=budget.delta + train_budget.delta)
-        else:  # disjoint roles: parallel composition
-            overall = Budget(max(total.epsilon, train_total.epsilon), max(total.delta, train_total.delta))
-        return {"method": method.name, "guarantee": method.guarantee,
-                "phases": {ph: compose_events(evs, delta=budget.delta) for ph, evs in phases.items()},
-                "total": total, "training_phases": train_phases, "training_total": train_total,
-                "overall": overall, "score_sensitivity": sensitivity,
-                "noise": method.noise_scales(candidates), "n_candidates": len(candidates),
-                "warnings": utility_warnings(method.noise_scales(candidates), scorer.bounds),
-                "n_candidates_exact": bool(isinstance(self.random_state, (int, np.integer)) or not any(
-                    isinstance(d, (Integer, Categorical)) for d in cfg["space"].dimensions))}
-
-    def _check_random_coverage(self, cfg: dict[str, Any], n_grid: int, n_built: int | None = None) -> None:
-        """``method="random"`` scores n_iter *distinct* candidates: refuse a plan the candidate set cannot hold.
-
-        Checked from public quantities before anything is spent (``n_built``: the
-        size of the de-duplicated candidate set once built).
-        """
-        if cfg["method"] not in ("random", "prescreen") or cfg.get("stopping"):
-            return
-        bound = min(cfg["n_candidates"] + n_grid, _max_distinct_candidates(cfg["space"]))
-        if n_built is not None:
-            bound = min(bound, n_built)
-        if cfg["n_iter"] > bound:
-            raise InvalidParameterError(
-                f"method='random' scores n_iter={cfg['n_iter']} distinct candidates, but the candidate set holds "
-                f"at most {int(bound)} (n_candidates={cfg['n_candidates']}, de-duplicated over the search space). "
-                f"Lower n_iter to at most {int(bound)}, or enlarge n_candidates / the search space.")
-
-    def _role_budgets(self, cfg: dict[str, Any]) -> tuple[Budget, Budget]:
-        """(validation budget, training budget): both the whole budget, or split with ``cv`` (the roles overlap)."""
-        if cfg.get("cv") is None:
-            budget = Budget(cfg["epsilon"], cfg["delta"])
-            return budget, budget
-        share = cfg["cv_validation_share"]
-        return (Budget(cfg["epsilon"] * share, cfg["delta"] * share),
-                Budget(cfg["epsilon"] * (1 - share), cfg["delta"] * (1 - share)))
-
-    def _validate_data(self, X: Any, y: Any, X_val: Any, y_val: Any) -> tuple[Any, Any, Any, Any]:
-        """Check the inputs' public schema (no split yet), with messages that never quote a value.
-
-        Only the shape of each input is checked: the number of dimensions, of
-        rows and of columns (public under replace-one). Values are not
-        inspected: a non-finite or otherwise unusual value reaches the estimator,
-        as in scikit-learn's searches; on validation rows it can only change its
-        own row's score term (row isolation), and privtune's DP estimators map
-        such training rows into their declared domain.
-        """
-        if y is None:
-            raise InvalidParameterError("PrivateSearchCV.fit needs targets y (supervised estimators only).")
-        if (X_val is None) != (y_val is None):
-            raise InvalidParameterError("Pass both X_val and y_val, or neither.")
-        X, y = _as_table(X, "X"), _as_labels(y, "y")
-        _same_length(X, y, "X", "y")
-        if X_val is None:
-            return X, y, None, None
-        X_val, y_val = _as_table(X_val, "X_val"), _as_labels(y_val, "y_val")
-        _same_length(X_val, y_val, "X_val", "y_val")
-        if X_val.shape[0] < 2:
-            raise InvalidParameterError(
-                f"The validation set has {X_val.shape[0]} sample(s); at least 2 are needed for a private release.")
-        if X_val.shape[1] != X.shape[1]:
-            raise InvalidParameterError(f"X_val has {X_val.shape[1]} features but X has {X.shape[1]}.")
-        return X, y, X_val, y_val
-
-    def _n_classes(self, cfg: dict[str, Any], y_tr: Any = None) -> int:
-        """K in balanced accuracy's sensitivity 2 / (K M), from public information only.
-
-        With public training labels, the classes seen in training (what a
-        fitted classifier's ``classes_`` holds); with sensitive training rows,
-        the estimator's declared label set (never read off the rows); K = 2
-        (the most conservative) when neither is available.
-        """
-        tags = cfg.get("tags")
-        if tags is not None and tags.classes_param is not None:
-            declared = self.estimator.get_params(deep=False).get(tags.classes_param)
-            return max(2, len(declared))
-        if self.sensitive == "validation" and y_tr is not None:
-            return max(2, len(np.unique(y_tr)))
-        return 2
-
-    @staticmethod
-    def _split_sizes(n: int, validation_size: float) -> int:
-        m = int(math.floor(validation_size * n))
-        if m < 2 or n - m < 1:
-            raise InvalidParameterError(
-                f"The validation set has {m} sample(s) (validation_size={validation_size} of {n} samples); at "
-                "least 2 validation samples and 1 training sample are needed. Pass X_val and y_val, or more data.")
-        return m
-
-    @staticmethod
-    def _split(X: Any, y: Any, m: int, rng: np.random.Generator) -> tuple[Any, Any, Any, Any]:
-        perm = rng.permutation(X.shape[0])  # a split that never looks at the values
-        val, tr = np.sort(perm[:m]), np.sort(perm[m:])
-        return X[tr], y[tr], X[val], y[val]
-
-    def _make_method(self, cfg: dict[str, Any], scorer: BoundedScorer, m: int, sensitivity: float,
-                     budget: Budget) -> Any:
-        from privtune.bo import make_method
-
-        params: dict[str, Any] = {"epsilon": budget.epsilon, "n_iter": cfg["n_iter"]}
-        if cfg["method"] != "lipschitz":
-            params["delta"] = budget.delta
-            params["score_bounds"] = scorer.bounds
-        if cfg["method"] in _METHOD_PARAMS_WITH_SENSITIVITY:
-            params["score_sensitivity"] = sensitivity
-        if cfg["method"] == "lipschitz":
-            params["n_validation"] = m
-        params.update(dict(self.method_params or {}))
-        if cfg.get("stopping") and "one_fit" in cfg:  # each run fits a DP estimator on the sensitive rows
-            params["run_event"] = cfg["one_fit"]
-            if self.refit:  # the same event is the training role's; leave it room for the refit
-                params["epsilon"] = budget.epsilon - cfg["one_fit_budget"].epsilon
-                if params["epsilon"] <= 0:
-                    raise InvalidParameterError(
-                        f"epsilon={budget.epsilon!r} cannot pay for the refit (epsilon "
-                        f"{cfg['one_fit_budget'].epsilon!r}) and the randomly stopped runs: raise epsilon, lower the "
-                        "estimator's epsilon, or set refit=False.")
-        try:
-            return make_method(cfg["method"], **params)
-        except TypeError as exc:
-            raise InvalidParameterError(f"Invalid 'method_params' for method={cfg['method']!r}"
-                                        + (" (method='auto')" if self.method == "auto" else "")
-                                        + f": {exc}") from None
 
     # -- fit -------------------------------------------------------------------------------
     def fit(self, X: Any, y: Any = None, *, X_val: Any = None, y_val: Any = None, **fit_params: Any) -> PrivateSearchCV:
@@ -1056,23 +647,6 @@ class PrivateSearchCV(BaseSearchCV):
                      release.guarantee, self.privacy_spent_["overall"].epsilon)
         return self
 
-    @property
-    def report_(self) -> Any:
-        """The tuning report (:class:`privtune.report.TuningReport`), built from the fitted attributes.
-
-        Built on first access and kept (a search that stores a study builds it
-        in ``fit``); its ``created_utc`` is the time ``fit`` finished.
-        """
-        if not hasattr(self, "release_"):
-            raise AttributeError("report_: this PrivateSearchCV is not fitted yet; call fit first.")
-        report = self.__dict__.get("_report_cache")
-        if report is None:
-            from privtune.report import TuningReport
-
-            report = TuningReport.from_search(self)
-            self._report_cache = report
-        return report
-
     def _reuses_selected_fit(self, cfg: dict[str, Any], method: Any, n_folds: int) -> bool:
         """Whether ``best_estimator_`` is the selected candidate's own DP fit instead of a new fit (public rule).
 
@@ -1126,77 +700,3 @@ class PrivateSearchCV(BaseSearchCV):
         def mapper(fn: Callable[[Any], float], items: Sequence[Any]) -> list[Any]:
             return list(Parallel(n_jobs=n_jobs, backend=backend)(delayed(fn)(it) for it in items))
         return mapper
-
-    def _cv_results(self, release: Any, candidates: Any) -> dict[str, Any]:
-        rows: list[dict[str, Any]] = []
-        for rec in release.history:
-            if rec.params is not None:
-                rows.append({"params": dict(rec.params), "score": rec.released_score, "noise": rec.noise_std,
-                             "selected": False})
-        sel = dict(release.params) if release.params is not None else None
-        if sel is not None:
-            hit = [r for r in rows if r["params"] == sel]
-            if hit:
-                hit[-1]["selected"] = True
-            else:
-                rows.append({"params": sel, "score": None, "noise": None, "selected": True})
-            for r in rows:
-                if r["selected"]:
-                    r["released_best_score"] = release.score
-        names = list(self.candidates_.space.names) if hasattr(self, "candidates_") else list(candidates.space.names)
-        scores = np.array([np.nan if r["score"] is None else r["score"] for r in rows], dtype=float)
-        out: dict[str, Any] = {"params": [r["params"] for r in rows]}
-        for name in names:
-            out[f"param_{name}"] = np.ma.MaskedArray([r["params"][name] for r in rows], dtype=object)
-        out["mean_test_score"] = scores
-        out["noise_std_test_score"] = np.array([np.nan if r["noise"] is None else r["noise"] for r in rows])
-        selected = np.array([r["selected"] for r in rows], dtype=bool)
-        # Rank 1 is the released choice (best_index_). The other rows are ranked after it by their released noisy
-        # scores where a method released them (noisy-ucb), ties by order; rows with no released score share the
-        # last rank. Ranks use released values only, never a raw score.
-        rank = np.full(len(rows), len(rows), dtype=np.int32)
-        rank[selected] = 1
-        others = np.flatnonzero(~selected & np.isfinite(scores))
-        if others.size:
-            order = others[np.argsort(-scores[others], kind="stable")]
-            rank[order] = np.arange(2, order.size + 2) if selected.any() else np.arange(1, order.size + 1)
-        out["rank_test_score"] = rank
-        out["selected"] = selected
-        out["released_best_score"] = np.array([r.get("released_best_score", np.nan) for r in rows], dtype=float)
-        return out
-
-    def _privacy_spent(self, accountant: Accountant, train_acc: Accountant | None) -> dict[str, Budget]:
-        from privtune.accounting import compose_events
-
-        val = accountant.spent_where(lambda e: e.role in (None, "validation"))
-        train = train_acc.spent if train_acc is not None else Budget(0.0, 0.0)
-        if self.cv is not None and train_acc is not None:  # overlapping roles: sequential composition
-            events = [e.event for e in accountant.entries] + [e.event for e in train_acc.entries]
-            overall = compose_events(events, delta=accountant.budget.delta + train_acc.budget.delta)
-        else:  # disjoint roles: parallel composition
-            overall = Budget(max(val.epsilon, train.epsilon), max(val.delta, train.delta))
-        return {"validation": val, "training": train, "overall": overall}
-
-    def _report(self, cfg: dict[str, Any], release: Any, scorer: BoundedScorer, m: int, n_train: int) -> dict[str, Any]:
-        by_phase = {p: b.to_dict() for p, b in self.accountant_.spent_by_phase().items()}
-        if self.training_accountant_ is not None:
-            by_phase.update({f"training:{p or 'fits'}": b.to_dict()
-                             for p, b in self.training_accountant_.spent_by_phase().items()})
-        est_params = {k: repr(v) for k, v in self.estimator.get_params(deep=False).items()}
-        return {
-            "configuration": {
-                "estimator": type(self.estimator).__name__, "estimator_params": est_params,
-                "method": cfg["method"], "epsilon": cfg["epsilon"], "delta": cfg["delta"], "n_iter": cfg["n_iter"],
-                "n_candidates": len(self.candidates_), "scoring": scorer.name, "score_bounds": list(scorer.bounds),
-                "score_sensitivity": self.score_sensitivity_,
-                "sensitive": self.sensitive, "relation": "replace_one",
-                "n_validation": m, "n_train": n_train,
-                "search_space": {n: repr(d) for n, d in self.candidates_.space.items()},
-            },
-            "release": release.to_dict(),
-            "privacy_spent": {k: v.to_dict() for k, v in self.privacy_spent_.items()},
-            "spent_by_phase": by_phase,
-            "ledger": [e.to_dict() for e in self.ledger_],
-            "guarantee": release.guarantee,
-            "seed_policy": release.seed_policy,
-        }

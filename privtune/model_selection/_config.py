@@ -1,0 +1,341 @@
+"""The configuration half of :class:`~privtune.model_selection.PrivateSearchCV`: public checks and plans.
+
+:class:`_SearchConfigMixin` holds everything the search decides before it reads
+a value of the data: the validation of its parameters (``_validate_params``),
+the resolution of ``method="auto"``, ``privacy_plan`` (what a configuration will
+spend, without data), the role budgets, the checks of the inputs' shapes, the
+public split and the construction of the release method. ``_search.py`` holds
+the search itself (``fit``), ``_results.py`` what it exposes afterwards.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from privtune.accounting import Accountant, Budget, ComposedEvent
+from privtune.exceptions import InvalidParameterError
+from privtune.model_selection._inputs import _as_labels, _as_space, _as_table, _max_distinct_candidates, _same_length
+from privtune.model_selection._scoring import BoundedScorer, make_bounded_scorer
+from privtune.model_selection._training import check_training_estimator, per_fit_event
+from privtune.model_selection._utility import utility_warnings
+from privtune.space import Categorical, Integer, candidate_set
+from privtune.utils._random import check_random_state
+from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
+
+_SENSITIVE = ("validation", "training", "both")
+_METHOD_PARAMS_WITH_SENSITIVITY = ("noisy-ucb", "random", "prescreen")
+
+
+class _SearchConfigMixin:
+    """Parameter checks, ``privacy_plan`` and the public set-up of :class:`PrivateSearchCV` (see the module)."""
+
+    def _resolved_method(self) -> str:
+        """The release method ``method="auto"`` stands for, from public parameters only.
+
+        ``"prescreen"`` when the training rows are public and apart from the
+        validation rows (``sensitive="validation"``, no ``cv``) and
+        ``method_params`` do not ask for ``random``'s other selections;
+        ``"random"`` otherwise. Any other value of ``method`` is returned as is.
+        """
+        if self.method != "auto":
+            return self.method
+        params = self.method_params if isinstance(self.method_params, Mapping) else {}
+        if self.sensitive == "validation" and self.cv is None and "selection" not in params:
+            return "prescreen"
+        return "random"
+
+    # -- validation --------------------------------------------------------------------
+    def _validate_params(self) -> dict[str, Any]:  # noqa: C901 - one flat list of checks
+        owner = "PrivateSearchCV"
+        from privtune.bo import METHODS
+
+        if self.method != "auto" and self.method not in METHODS:
+            raise InvalidParameterError(
+                f"The 'method' parameter of {owner} must be 'auto' or one of {sorted(METHODS)}. Got {self.method!r} "
+                "instead.")
+        cfg: dict[str, Any] = {
+            "epsilon": check_epsilon(self.epsilon, owner=owner),
+            "delta": check_delta(self.delta, owner=owner),
+            "n_iter": check_integer(self.n_iter, "n_iter", low=1, owner=owner),
+            "n_candidates": check_integer(self.n_candidates, "n_candidates", low=1, high=2**20, owner=owner),
+            "validation_size": (None if self.validation_size is None else
+                                check_real(self.validation_size, "validation_size", low=0.0, high=1.0, owner=owner)),
+            "verbose": check_integer(self.verbose, "verbose", low=0, owner=owner),
+        }
+        if self.sensitive not in _SENSITIVE:
+            raise InvalidParameterError(
+                f"The 'sensitive' parameter of {owner} must be one of {list(_SENSITIVE)}. Got {self.sensitive!r}.")
+        if self.cv is not None:
+            cfg["cv"] = check_integer(self.cv, "cv", low=2, owner=owner)
+            cfg["cv_validation_share"] = check_real(self.cv_validation_share, "cv_validation_share", low=0.0,
+                                                    high=1.0, owner=owner)
+            if self.sensitive != "both":
+                raise InvalidParameterError(
+                    f"cv={self.cv!r} makes every row both a training and a validation row, so it needs "
+                    f"sensitive='both' and a privtune DP estimator. Got sensitive={self.sensitive!r}; pass X_val "
+                    "(or use validation_size) for a validation-only search.")
+        training_sensitive = self.sensitive in ("training", "both")
+        if self._resolved_method() == "prescreen" and (self.sensitive != "validation" or self.cv is not None):
+            raise InvalidParameterError(
+                "method='prescreen' scores candidates by cross-validation on the training rows without privacy, so "
+                "it needs public training rows: sensitive='validation' and no cv. Got "
+                f"sensitive={self.sensitive!r}, cv={self.cv!r}; use method='random' here.")
+        if training_sensitive:
+            cfg["tags"] = check_training_estimator(self.estimator, owner=owner)
+            if self._resolved_method() == "lipschitz":
+                raise InvalidParameterError(
+                    "method='lipschitz' (Kusner et al. Alg. 3) assumes public training data (its sensitivity fixes "
+                    "the trained weights), and how many fits it makes depends on its raw-score trajectory. Use "
+                    "sensitive='validation', or another method with sensitive training data.")
+        if not isinstance(self.refit, bool):
+            raise InvalidParameterError(f"The 'refit' parameter of {owner} must be a bool. Got {self.refit!r}.")
+        if self.error_score not in ("lower", "raise"):
+            raise InvalidParameterError(
+                f"The 'error_score' parameter of {owner} must be 'lower' or 'raise'. Got {self.error_score!r}.")
+        if self.error_score == "raise" and training_sensitive:
+            raise InvalidParameterError(
+                f"error_score='raise' with sensitive={self.sensitive!r}: whether a fit on sensitive training rows "
+                "fails would itself be released. Use error_score='lower' (a failed fit scores the lower bound).")
+        if self.accountant is not None and not isinstance(self.accountant, Accountant):
+            raise InvalidParameterError(f"The 'accountant' parameter of {owner} must be a privtune Accountant.")
+        if self.storage is not None:
+            if self.accountant is not None:
+                raise InvalidParameterError(
+                    f"Pass either 'accountant' or 'storage' to {owner}, not both: with storage, the study's ledger is "
+                    "the accountant's.")
+            if self.sensitive != "validation":
+                raise InvalidParameterError(
+                    f"Resumable storage supports sensitive='validation' only: the DP estimators charge their training "
+                    f"accountant directly, so a resumed training-sensitive search could re-spend. Got "
+                    f"sensitive={self.sensitive!r}; run it without storage.")
+        if self.study_name is not None and (not isinstance(self.study_name, str) or not self.study_name):
+            raise InvalidParameterError(f"The 'study_name' parameter of {owner} must be a non-empty str or None.")
+        if self.n_jobs is not None:
+            check_integer(self.n_jobs, "n_jobs", owner=owner)
+        if self.callbacks is not None and not all(callable(c) for c in self.callbacks):
+            raise InvalidParameterError(f"The 'callbacks' parameter of {owner} must be a list of callables.")
+        if self.method_params is not None and not isinstance(self.method_params, Mapping):
+            raise InvalidParameterError(f"The 'method_params' parameter of {owner} must be a dict or None.")
+        cfg["space"] = _as_space(self.search_space)
+        unknown = set(cfg["space"].names) - set(self.estimator.get_params(deep=True))
+        if unknown:
+            raise InvalidParameterError(
+                f"The search space names hyperparameters that {type(self.estimator).__name__} does not have: "
+                f"{sorted(unknown)}.")
+        cfg["scorer"] = make_bounded_scorer(self.scoring, score_bounds=self.score_bounds,
+                                            score_sensitivity=self.score_sensitivity,
+                                            min_class_size=self.min_class_size)
+        cfg["method"] = self._resolved_method()
+        cfg["stopping"] = (cfg["method"] == "random"
+                           and dict(self.method_params or {}).get("selection") == "random-stopping")
+        if training_sensitive:
+            one_fit, one_budget = per_fit_event(self.estimator)
+            cfg["one_fit"], cfg["one_fit_budget"] = one_fit, one_budget
+            if cfg["stopping"]:
+                if one_budget.delta > 0:
+                    raise InvalidParameterError(
+                        "Random stopping (Papernot & Steinke) is accounted here for pure-epsilon training runs only, "
+                        f"but one {type(self.estimator).__name__} fit is ({one_budget.epsilon:.4g}, "
+                        f"{one_budget.delta:.3g})-DP. Use the estimator's noise='laplace', or "
+                        "selection='exponential'.")
+                if "run_event" in (self.method_params or {}):
+                    raise InvalidParameterError(
+                        "Do not pass method_params['run_event'] with sensitive training data: the search takes each "
+                        "run's training event from the estimator's declaration.")
+        return cfg
+
+    def privacy_plan(self, n_validation: int, n_classes: int | None = None) -> dict[str, Any]:
+        """What this configuration will spend, and its noise in score units -- without any data.
+
+        Parameters
+        ----------
+        n_validation : int
+            The (public) size of the sensitive validation set (with ``cv``: the
+            size of the smallest validation fold, ``n_samples // cv``).
+        n_classes : int or None, default=None
+            The (public) number of classes K in balanced accuracy's sensitivity.
+            ``None``: the estimator's declared label set when it has one, else 2
+            (the most conservative). ``fit`` uses the classes of the public
+            training labels when training data is public.
+
+        Returns
+        -------
+        dict
+            ``method``, ``guarantee``, ``phases`` (validation phase -> Budget),
+            ``total`` (the validation role's Budget), ``training_phases`` and
+            ``training_total`` (the training role's fits, refit included; empty /
+            ``None`` when training data is public), ``overall`` (the maximum over
+            the disjoint roles, or their composition with ``cv``),
+            ``score_sensitivity``, ``noise`` (score units), ``n_candidates``
+            and ``warnings`` (plain sentences when a release would carry almost
+            no information at this budget: a selection close to a random pick,
+            or noise that dwarfs the score range; ``fit`` issues them as
+            :class:`~privtune.exceptions.LowUtilityWarning` before reading any
+            data), and ``n_candidates_exact`` (False when an unseeded run's
+            de-duplicated candidate count may differ from this one: integer or
+            categorical dimensions and no integer ``random_state``).
+
+        Raises
+        ------
+        InvalidParameterError, BudgetExceededError
+            As ``fit`` would, before any data access; a training plan over budget
+            names what to change.
+        """
+        from privtune.accounting import compose_events
+
+        cfg = self._validate_params()
+        m = check_integer(n_validation, "n_validation", low=2, owner="PrivateSearchCV.privacy_plan")
+        scorer = cfg["scorer"]
+        source = check_random_state(self.random_state if isinstance(self.random_state, (int, np.integer)) else 0)
+        seeds = [int(g.integers(2**63)) for g in (source.numpy_generator(), source.numpy_generator())]
+        candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=self.candidate_grid,
+                                   random_state=np.random.default_rng(seeds[1]))
+        self._check_random_coverage(cfg, len(self.candidate_grid or ()), len(candidates))
+        k = cfg.get("cv")
+        n_cls = self._n_classes(cfg) if n_classes is None else max(2, check_integer(
+            n_classes, "n_classes", low=1, owner="PrivateSearchCV.privacy_plan"))
+        sensitivity = scorer.sensitivity(m, n_cls) / (k or 1)
+        budget, train_budget = self._role_budgets(cfg)
+        method = self._make_method(cfg, scorer, m, sensitivity, budget)
+        plan = method.plan(candidates)
+        phases: dict[str, list[Any]] = {}
+        for ev, ph in plan:
+            phases.setdefault(ph, []).append(ev)
+        total = compose_events([ev for ev, _ in plan], delta=budget.delta)
+        Accountant(budget).check(ComposedEvent(events=tuple(ev for ev, _ in plan)))
+        _, train_plan, _ = self._training_role(cfg, method, candidates, train_budget, k or 1)
+        train_phases = {ph: compose_events([ev], delta=train_budget.delta) for ev, ph in train_plan}
+        train_total = (compose_events([ev for ev, _ in train_plan], delta=train_budget.delta) if train_plan
+                       else None)
+        if train_total is None:
+            overall = total
+        elif k is not None:  # overlapping roles: sequential composition
+            overall = compose_events([ev for ev, _ in plan] + [ev for ev, _ in train_plan],
+                                     delta=budget.delta + train_budget.delta)
+        else:  # disjoint roles: parallel composition
+            overall = Budget(max(total.epsilon, train_total.epsilon), max(total.delta, train_total.delta))
+        return {"method": method.name, "guarantee": method.guarantee,
+                "phases": {ph: compose_events(evs, delta=budget.delta) for ph, evs in phases.items()},
+                "total": total, "training_phases": train_phases, "training_total": train_total,
+                "overall": overall, "score_sensitivity": sensitivity,
+                "noise": method.noise_scales(candidates), "n_candidates": len(candidates),
+                "warnings": utility_warnings(method.noise_scales(candidates), scorer.bounds),
+                "n_candidates_exact": bool(isinstance(self.random_state, (int, np.integer)) or not any(
+                    isinstance(d, (Integer, Categorical)) for d in cfg["space"].dimensions))}
+
+    def _check_random_coverage(self, cfg: dict[str, Any], n_grid: int, n_built: int | None = None) -> None:
+        """``method="random"`` scores n_iter *distinct* candidates: refuse a plan the candidate set cannot hold.
+
+        Checked from public quantities before anything is spent (``n_built``: the
+        size of the de-duplicated candidate set once built).
+        """
+        if cfg["method"] not in ("random", "prescreen") or cfg.get("stopping"):
+            return
+        bound = min(cfg["n_candidates"] + n_grid, _max_distinct_candidates(cfg["space"]))
+        if n_built is not None:
+            bound = min(bound, n_built)
+        if cfg["n_iter"] > bound:
+            raise InvalidParameterError(
+                f"method='random' scores n_iter={cfg['n_iter']} distinct candidates, but the candidate set holds "
+                f"at most {int(bound)} (n_candidates={cfg['n_candidates']}, de-duplicated over the search space). "
+                f"Lower n_iter to at most {int(bound)}, or enlarge n_candidates / the search space.")
+
+    def _role_budgets(self, cfg: dict[str, Any]) -> tuple[Budget, Budget]:
+        """(validation budget, training budget): both the whole budget, or split with ``cv`` (the roles overlap)."""
+        if cfg.get("cv") is None:
+            budget = Budget(cfg["epsilon"], cfg["delta"])
+            return budget, budget
+        share = cfg["cv_validation_share"]
+        return (Budget(cfg["epsilon"] * share, cfg["delta"] * share),
+                Budget(cfg["epsilon"] * (1 - share), cfg["delta"] * (1 - share)))
+
+    def _validate_data(self, X: Any, y: Any, X_val: Any, y_val: Any) -> tuple[Any, Any, Any, Any]:
+        """Check the inputs' public schema (no split yet), with messages that never quote a value.
+
+        Only the shape of each input is checked: the number of dimensions, of
+        rows and of columns (public under replace-one). Values are not
+        inspected: a non-finite or otherwise unusual value reaches the estimator,
+        as in scikit-learn's searches; on validation rows it can only change its
+        own row's score term (row isolation), and privtune's DP estimators map
+        such training rows into their declared domain.
+        """
+        if y is None:
+            raise InvalidParameterError("PrivateSearchCV.fit needs targets y (supervised estimators only).")
+        if (X_val is None) != (y_val is None):
+            raise InvalidParameterError("Pass both X_val and y_val, or neither.")
+        X, y = _as_table(X, "X"), _as_labels(y, "y")
+        _same_length(X, y, "X", "y")
+        if X_val is None:
+            return X, y, None, None
+        X_val, y_val = _as_table(X_val, "X_val"), _as_labels(y_val, "y_val")
+        _same_length(X_val, y_val, "X_val", "y_val")
+        if X_val.shape[0] < 2:
+            raise InvalidParameterError(
+                f"The validation set has {X_val.shape[0]} sample(s); at least 2 are needed for a private release.")
+        if X_val.shape[1] != X.shape[1]:
+            raise InvalidParameterError(f"X_val has {X_val.shape[1]} features but X has {X.shape[1]}.")
+        return X, y, X_val, y_val
+
+    def _n_classes(self, cfg: dict[str, Any], y_tr: Any = None) -> int:
+        """K in balanced accuracy's sensitivity 2 / (K M), from public information only.
+
+        With public training labels, the classes seen in training (what a
+        fitted classifier's ``classes_`` holds); with sensitive training rows,
+        the estimator's declared label set (never read off the rows); K = 2
+        (the most conservative) when neither is available.
+        """
+        tags = cfg.get("tags")
+        if tags is not None and tags.classes_param is not None:
+            declared = self.estimator.get_params(deep=False).get(tags.classes_param)
+            return max(2, len(declared))
+        if self.sensitive == "validation" and y_tr is not None:
+            return max(2, len(np.unique(y_tr)))
+        return 2
+
+    @staticmethod
+    def _split_sizes(n: int, validation_size: float) -> int:
+        m = int(math.floor(validation_size * n))
+        if m < 2 or n - m < 1:
+            raise InvalidParameterError(
+                f"The validation set has {m} sample(s) (validation_size={validation_size} of {n} samples); at "
+                "least 2 validation samples and 1 training sample are needed. Pass X_val and y_val, or more data.")
+        return m
+
+    @staticmethod
+    def _split(X: Any, y: Any, m: int, rng: np.random.Generator) -> tuple[Any, Any, Any, Any]:
+        perm = rng.permutation(X.shape[0])  # a split that never looks at the values
+        val, tr = np.sort(perm[:m]), np.sort(perm[m:])
+        return X[tr], y[tr], X[val], y[val]
+
+    def _make_method(self, cfg: dict[str, Any], scorer: BoundedScorer, m: int, sensitivity: float,
+                     budget: Budget) -> Any:
+        from privtune.bo import make_method
+
+        params: dict[str, Any] = {"epsilon": budget.epsilon, "n_iter": cfg["n_iter"]}
+        if cfg["method"] != "lipschitz":
+            params["delta"] = budget.delta
+            params["score_bounds"] = scorer.bounds
+        if cfg["method"] in _METHOD_PARAMS_WITH_SENSITIVITY:
+            params["score_sensitivity"] = sensitivity
+        if cfg["method"] == "lipschitz":
+            params["n_validation"] = m
+        params.update(dict(self.method_params or {}))
+        if cfg.get("stopping") and "one_fit" in cfg:  # each run fits a DP estimator on the sensitive rows
+            params["run_event"] = cfg["one_fit"]
+            if self.refit:  # the same event is the training role's; leave it room for the refit
+                params["epsilon"] = budget.epsilon - cfg["one_fit_budget"].epsilon
+                if params["epsilon"] <= 0:
+                    raise InvalidParameterError(
+                        f"epsilon={budget.epsilon!r} cannot pay for the refit (epsilon "
+                        f"{cfg['one_fit_budget'].epsilon!r}) and the randomly stopped runs: raise epsilon, lower the "
+                        "estimator's epsilon, or set refit=False.")
+        try:
+            return make_method(cfg["method"], **params)
+        except TypeError as exc:
+            raise InvalidParameterError(f"Invalid 'method_params' for method={cfg['method']!r}"
+                                        + (" (method='auto')" if self.method == "auto" else "")
+                                        + f": {exc}") from None
