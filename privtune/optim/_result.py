@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -11,8 +12,9 @@ from privtune.accounting.events import PrivacyEvent
 __all__ = ["DPOptimizeResult"]
 
 
-def _readonly(a: np.ndarray) -> np.ndarray:
-    out = np.array(a, dtype=np.float64, copy=True)
+def _readonly(a: Any, dtype: Any = np.float64) -> np.ndarray:
+    """A read-only copy of ``a`` (the results' arrays cannot be modified in place)."""
+    out = np.array(a, dtype=dtype, copy=True)
     out.setflags(write=False)
     return out
 

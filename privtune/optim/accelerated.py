@@ -91,6 +91,7 @@ from privtune.optim._schedules import (
     uniform_split,
 )
 from privtune.utils._random import check_random_state
+from privtune.utils._validation import check_choice as _choice
 from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
 
 __all__ = [
@@ -131,13 +132,6 @@ def gaussian_run_multiplier(epsilon: float, delta: float) -> float:
 
 
 # ----------------------------------------------------------------------------- validation
-def _choice(value: Any, name: str, choices: tuple[str, ...], owner: str) -> str:
-    if not isinstance(value, str) or value not in choices:
-        raise InvalidParameterError(
-            f"The {name!r} parameter of {owner} must be one of {list(choices)}. Got {value!r} instead.")
-    return value
-
-
 def _public_shape(X: Any, owner: str) -> tuple[int, int]:
     """``(n, d)`` read from ``X.shape`` (public under replace-one) without reading any value."""
     shape = getattr(X, "shape", None)

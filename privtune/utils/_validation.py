@@ -136,6 +136,14 @@ def check_delta(
                       owner=owner)
 
 
+def check_choice(value: Any, name: str, choices: tuple[str, ...], owner: str) -> str:
+    """``value`` if it is one of the strings ``choices``, else an :class:`InvalidParameterError` naming them."""
+    if not isinstance(value, str) or value not in choices:
+        raise InvalidParameterError(
+            f"The {name!r} parameter of {owner} must be one of {list(choices)}. Got {value!r} instead.")
+    return value
+
+
 def check_sensitivity(value: Any, name: str = "sensitivity", *, owner: str | None = None) -> float:
     """Validate a declared sensitivity: a finite float in ``(0, inf)``.
 

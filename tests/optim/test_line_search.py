@@ -30,6 +30,8 @@ from privtune.mechanisms import SparseVector
 from privtune.mechanisms._samplers import discrete_laplace, round_to_grid
 from privtune.mechanisms.sparse_vector import SparseVectorSession
 from privtune.optim import _line_search_accounting as A
+from privtune.optim import _line_search_loop as loop_module
+from privtune.optim import _line_search_step as step_module
 from privtune.optim import dp_accelerated
 from privtune.optim import line_search as L
 from privtune.optim.line_search import (
@@ -275,7 +277,7 @@ def test_svt_batched_sampler_matches_the_real_line_search(monkeypatch):
     good, _ = batched(q, 12)
     assert _homogeneity_pvalue(real, good(30_000)) > ALPHA
     _ReusedThresholdSession.cached.clear()
-    monkeypatch.setattr(L, "SparseVector", ReusedThresholdSVT)
+    monkeypatch.setattr(step_module, "SparseVector", ReusedThresholdSVT)
     real_bad = _real_runs(obj_d, 3000, 13)
     t0 = _ReusedThresholdSession.cached["t"]
     bad, _ = batched(q, 14, reused_threshold=t0)
@@ -377,9 +379,9 @@ def _cost(event, flt_kind, order):
 def test_filter_is_never_exceeded_when_the_angle_test_always_raises_budgets(monkeypatch, sampling, forced):
     """Forced budget increases (a patched angle test) and a too-large eta0 (every search fails): the filter stops."""
     if forced == "grad":
-        monkeypatch.setattr(L, "_angle", lambda u, v: 180.0)
+        monkeypatch.setattr(loop_module, "_angle", lambda u, v: 180.0)
     elif forced == "search":
-        monkeypatch.setattr(L, "_angle", lambda u, v: 0.0)
+        monkeypatch.setattr(loop_module, "_angle", lambda u, v: 0.0)
     strategy = "always" if forced == "always" else "adaptive"
     res = dp_blsgd(_objective(6, n=400), epsilon=0.8, delta=1e-6, sampling=sampling, eta0=1e4,
                    budget_strategy=strategy, trust_region=False, random_state=1)
@@ -601,8 +603,8 @@ def test_batch_means_divide_by_the_public_size(monkeypatch, sampling):
         seen.append(("l", len(idx), divisor))
         return loss_mean(objective, w, idx, clip, divisor)
 
-    monkeypatch.setattr(L, "_clipped_gradient_mean", spy_g)
-    monkeypatch.setattr(L, "_clipped_loss_mean", spy_l)
+    monkeypatch.setattr(loop_module, "_clipped_gradient_mean", spy_g)
+    monkeypatch.setattr(step_module, "_clipped_loss_mean", spy_l)
     res = dp_blsgd(_objective(14, n=400), epsilon=0.5, delta=1e-6, sampling=sampling, random_state=5)
     public = {"without_replacement": 40.0, "poisson": 0.1 * 400, "full": 400.0}[sampling]
     assert {d for _, _, d in seen} == {public} and res.extra["divisor"] == public
@@ -658,7 +660,7 @@ def test_result_holds_only_public_or_released_values():
 
 
 def test_adaptive_clipping_decays_both_thresholds_once_per_iteration(monkeypatch):
-    monkeypatch.setattr(L, "_angle", lambda u, v: 180.0)  # every CHEB raises rho_grad
+    monkeypatch.setattr(loop_module, "_angle", lambda u, v: 180.0)  # every CHEB raises rho_grad
     res = dp_blsgd(_objective(17, n=400), epsilon=1.0, delta=1e-6, adaptive_clipping=True, eta0=1e3,
                    trust_region=False, random_state=0)
     cg = np.append(res.extra["clip_grads"], res.extra["final_clip_grad"])

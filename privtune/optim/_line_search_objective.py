@@ -1,0 +1,245 @@
+r"""The model side of DP-BLSGD (seed 003, Chen & Lee): per-example objectives, clipped batch means, checks (internal).
+
+This module holds what :func:`privtune.optim.line_search.dp_blsgd` and
+:func:`privtune.optim.line_search.noisy_backtracking_line_search` read of a
+model, and nothing that draws noise:
+
+* :class:`PerExampleObjective`, the protocol a model implements (per-example
+  data losses and gradients, optional declared public bounds), and
+  :class:`MarginObjective`, a linear model with a margin loss;
+* the clipped batch means through which every data access goes
+  (:func:`_clipped_gradient_mean`, :func:`_clipped_loss_mean`): per-example
+  gradients clipped in L2 and losses clipped to ``[0, C_obj]``, divided by the
+  public divisor, with non-finite rows zeroed or clipped one by one (row
+  isolation), so the declared sensitivities hold whatever the objective returns;
+* the argument checks shared by the line search and the trainer.
+
+Both public classes are re-exported by :mod:`privtune.optim.line_search`, whose
+module docstring states the privacy argument. The other pieces:
+:mod:`privtune.optim._line_search_step` (NOISYBTLS, one private line search),
+:mod:`privtune.optim._line_search_loop` (the plan and the DP-BLSGD loop) and
+:mod:`privtune.optim._line_search_accounting` (events, filters, calibration).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from privtune.exceptions import InvalidParameterError
+from privtune.optim._losses import MarginLoss, clip_rows, get_loss
+from privtune.utils._validation import check_integer, check_real
+
+
+# ----------------------------------------------------------------------------- the objective protocol
+@runtime_checkable
+class PerExampleObjective(Protocol):
+    """What :func:`dp_blsgd` needs of a model: per-example data losses and their gradients.
+
+    Attributes
+    ----------
+    n_samples : int
+        Number of rows (public).
+    n_params : int
+        Length of the flat parameter vector ``w`` (public).
+
+    Notes
+    -----
+    ``per_example_gradients(w, idx)`` returns an array of shape
+    ``(len(idx), n_params)``: the gradient of each example's **data** loss at
+    ``w`` (no regulariser, not clipped). ``per_example_losses(w, idx)`` returns
+    shape ``(len(idx),)``: each example's data loss at ``w``, which must be
+    ``>= 0`` (no regulariser, not clipped). An objective may also define
+
+    * ``smoothness``: a declared, public bound on the smoothness of the mean
+      data loss, used only for the default ``eta0``;
+    * ``gradient_bound``: a declared, public bound on every per-example
+      gradient's L2 norm, **enforced by the objective** (e.g. by clipping rows
+      to a declared norm); :func:`dp_blsgd` then clips gradients at
+      ``min(clip_grad, gradient_bound)``, which changes nothing in the data
+      term and lowers the noise (the events are relative to the sensitivity,
+      so the charge is unchanged), and uses it as the losses' Lipschitz
+      constant for the trust region (``trust_region``);
+    * ``validate()``: reads and checks the data; :func:`dp_blsgd` calls it
+      after the budget check and before the charge.
+    """
+
+    n_samples: int
+    n_params: int
+
+    def per_example_gradients(self, w: np.ndarray, idx: np.ndarray) -> np.ndarray: ...
+
+    def per_example_losses(self, w: np.ndarray, idx: np.ndarray) -> np.ndarray: ...
+
+
+class MarginObjective:
+    r"""A linear model with a margin loss ``phi(y_i x_i^T w)`` as a :class:`PerExampleObjective`.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Sensitive rows. Only ``X.shape`` is read at construction; values are read
+        by :meth:`validate` (called by :func:`dp_blsgd` after the budget check)
+        or at the first loss or gradient.
+    y : array-like of shape (n_samples,)
+        Labels in {-1, +1}.
+    loss : {"logistic", "smoothed_hinge"}, default="logistic"
+        ``log(1 + e**-m)``, or the Huber-smoothed hinge of width ``smoothing``
+        (:class:`privtune.optim._losses.MarginLoss`).
+    smoothing : float in (0, inf), default=0.5
+        Width ``h`` of the smoothed hinge: quadratic on ``(1 - h, 1)``, zero above
+        1. The paper's Huberized hinge with ``hbar`` is quadratic on
+        ``[1 - hbar, 1 + hbar]``, i.e. privtune's with ``h = 2 hbar`` applied to
+        ``m - hbar``; ``h = 0.5`` is the value the paper names.
+    data_norm : float in (0, inf) or None, default=None
+        Declared bound on the L2 norm of every row; rows above it are scaled
+        down to it when the data is read. ``None``: the caller has bounded the
+        rows (or not); DP-BLSGD's sensitivities come from gradient and loss
+        clipping and do not need this bound. It gives the public smoothness
+        bound used for the default step size.
+
+    Attributes
+    ----------
+    n_samples, n_params : int
+    smoothness : float or None
+        ``sup phi'' * data_norm**2`` (1/4 for logistic, ``1/h`` for the smoothed
+        hinge), or None without ``data_norm``.
+
+    Notes
+    -----
+    Per-example gradient ``phi'(m_i) y_i x_i``; loss ``phi(m_i) >= 0``. No
+    intercept: append a constant column to ``X`` for one.
+    """
+
+    def __init__(self, X: Any, y: Any, loss: str = "logistic", *, smoothing: float = 0.5,
+                 data_norm: float | None = None) -> None:
+        owner = "MarginObjective"
+        shape = getattr(X, "shape", None)
+        if shape is None:
+            shape = np.shape(X)
+        if len(shape) != 2 or int(shape[0]) < 1 or int(shape[1]) < 1:
+            raise InvalidParameterError(f"The 'X' parameter of {owner} must be a non-empty 2-D array; got shape "
+                                        f"{tuple(shape)}.")
+        self.n_samples = int(shape[0])
+        self.n_params = int(shape[1])
+        h = check_real(smoothing, "smoothing", low=0.0, owner=owner)
+        self.loss: MarginLoss = get_loss(loss, h, owner)
+        self.data_norm = None if data_norm is None else check_real(data_norm, "data_norm", low=0.0, owner=owner)
+        self._X, self._y = X, y
+        self._U: np.ndarray | None = None
+        self._z: np.ndarray | None = None
+
+    @property
+    def smoothness(self) -> float | None:
+        if self.data_norm is None:
+            return None
+        return self.loss.curvature_bound() * self.data_norm**2
+
+    @property
+    def gradient_bound(self) -> float | None:
+        """``sup |phi'| * data_norm`` (= ``data_norm``): every per-example gradient's L2 norm is at most this."""
+        return self.data_norm
+
+    def validate(self) -> None:
+        """Read the data: refuse NaN/inf and labels other than -1/+1, clip rows to ``data_norm``."""
+        if self._U is not None:
+            return
+        owner = "MarginObjective"
+        try:
+            U = np.array(self._X, dtype=np.float64)
+            z = np.array(self._y, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InvalidParameterError(f"'X' and 'y' passed to {owner} must be arrays of real numbers.") from None
+        if U.shape != (self.n_samples, self.n_params):
+            raise InvalidParameterError(f"The 'X' parameter of {owner} changed shape while being read.")
+        if not np.all(np.isfinite(U)):
+            raise InvalidParameterError(f"The 'X' parameter of {owner} contains NaN or infinite values.")
+        if z.ndim != 1 or z.shape[0] != self.n_samples:
+            raise InvalidParameterError(f"The 'y' parameter of {owner} must be 1-D with one label per row of X "
+                                        f"({self.n_samples}); got shape {z.shape}.")
+        if not np.all((z == 1.0) | (z == -1.0)):
+            raise InvalidParameterError(f"The 'y' parameter of {owner} must contain only the labels -1 and +1.")
+        if self.data_norm is not None:
+            U = clip_rows(U, math.sqrt(self.n_params) * self.data_norm, self.data_norm, mode="rows", owner=owner)
+        self._U, self._z = U, z
+
+    def _rows(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        self.validate()
+        return self._U[idx], self._z[idx]  # type: ignore[index]
+
+    def per_example_gradients(self, w: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """``phi'(y_i x_i^T w) y_i x_i`` for the rows ``idx``, shape ``(len(idx), n_params)``."""
+        U, z = self._rows(idx)
+        coef = self.loss.derivative(z * (U @ w)) * z
+        return coef[:, None] * U
+
+    def per_example_losses(self, w: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """``phi(y_i x_i^T w)`` for the rows ``idx``, shape ``(len(idx),)``."""
+        U, z = self._rows(idx)
+        return self.loss.value(z * (U @ w))
+
+    def __repr__(self) -> str:
+        return (f"MarginObjective(n_samples={self.n_samples}, n_params={self.n_params}, loss={self.loss.name!r}, "
+                f"data_norm={self.data_norm!r})")
+
+
+# ----------------------------------------------------------------------------- data access (internal)
+def _clipped_gradient_mean(objective: Any, w: np.ndarray, idx: np.ndarray, clip: float, divisor: float,
+                           d: int) -> np.ndarray:
+    """``(1/divisor) sum_idx clip(grad l_i(w), clip)``; non-finite rows count as zero (row isolation)."""
+    if idx.size == 0:
+        return np.zeros(d)
+    G = np.asarray(objective.per_example_gradients(w, idx), dtype=np.float64)
+    if G.shape != (idx.size, d):
+        raise InvalidParameterError(
+            "per_example_gradients of the objective must return an array of shape (len(idx), n_params).")
+    bad = ~np.all(np.isfinite(G), axis=1)
+    if bad.any():
+        G = np.where(bad[:, None], 0.0, G)
+    norms = np.sqrt(np.einsum("ij,ij->i", G, G))
+    with np.errstate(divide="ignore"):
+        factor = np.minimum(1.0, clip / np.where(norms > 0.0, norms, 1.0))
+    return (factor @ G) / divisor
+
+
+def _clipped_loss_mean(objective: Any, w: np.ndarray, idx: np.ndarray, clip: float, divisor: float) -> float:
+    """``(1/divisor) sum_idx min(max(l_i(w), 0), clip)``; NaN counts as ``clip`` (row isolation)."""
+    if idx.size == 0:
+        return 0.0
+    L = np.asarray(objective.per_example_losses(w, idx), dtype=np.float64).reshape(-1)
+    if L.shape != (idx.size,):
+        raise InvalidParameterError("per_example_losses of the objective must return an array of shape (len(idx),).")
+    L = np.clip(np.where(np.isnan(L), clip, L), 0.0, clip)
+    return float(L.sum()) / divisor
+
+
+# ----------------------------------------------------------------------------- declared public bounds
+def _declared(objective: Any, name: str) -> float | None:
+    """A positive finite public bound the objective declares (``smoothness``, ``gradient_bound``), else None."""
+    value = getattr(objective, name, None)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0:
+        return float(value)
+    return None
+
+
+# ----------------------------------------------------------------------------- validation helpers
+def _objective_shape(objective: Any, owner: str) -> tuple[int, int]:
+    if not isinstance(objective, PerExampleObjective):
+        raise InvalidParameterError(
+            f"The 'objective' parameter of {owner} must provide n_samples, n_params, per_example_gradients "
+            f"and per_example_losses (the PerExampleObjective protocol). Got {type(objective).__name__}.")
+    n = check_integer(objective.n_samples, "objective.n_samples", low=1, owner=owner)
+    d = check_integer(objective.n_params, "objective.n_params", low=1, owner=owner)
+    return n, d
+
+
+def _vector(value: Any, d: int, name: str, owner: str) -> np.ndarray:
+    try:
+        v = np.array(value, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"The {name!r} parameter of {owner} must be an array of floats.") from None
+    if v.shape != (d,) or not np.all(np.isfinite(v)):
+        raise InvalidParameterError(f"The {name!r} parameter of {owner} must be a finite 1-D array of length {d}.")
+    return v
