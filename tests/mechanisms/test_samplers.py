@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from privtune.exceptions import InvalidParameterError
+from privtune.mechanisms import _discrete as discrete_module
 from privtune.mechanisms import _samplers as samplers_module
 from privtune.mechanisms import bernoulli_exp, discrete_gaussian, discrete_laplace
 from privtune.mechanisms._samplers import (
@@ -392,12 +393,21 @@ def test_discrete_gaussian_pmf_in_blocks(a, b, hi, size):
 def test_samplers_fill_over_many_rounds(monkeypatch):
     # Force one proposal per round (every call then needs many rejection rounds) and check
     # the pmf: H0 as in the tests above, chi-square at alpha = 1e-4 each, 1.5e4 draws.
-    monkeypatch.setattr(samplers_module, "_proposal_count", lambda needed, acceptance: 1)
+    calls = []
+
+    def one_proposal(needed, acceptance):
+        calls.append(needed)
+        return 1
+
+    monkeypatch.setattr(discrete_module, "_proposal_count", one_proposal)
     source = _seeded(77)
     z = np.concatenate([discrete_laplace(3, 2, 30, source) for _ in range(500)])
     assert _chisquare_pvalue(_bins(z, -8, 8), _laplace_pmf_binned(3, 2, -8, 8)) > ALPHA
+    n_laplace = len(calls)
     w = np.concatenate([discrete_gaussian(2, 1, 30, source) for _ in range(500)])
     assert _chisquare_pvalue(_bins(w, -4, 4), _gaussian_pmf_binned(2.0, -4, 4)) > ALPHA
+    # the patch reached both samplers, and with one proposal per round each call needed many rounds
+    assert n_laplace >= 500 * 30 and len(calls) - n_laplace >= 500 * 30
 
 
 @pytest.mark.statistical
