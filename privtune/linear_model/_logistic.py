@@ -194,9 +194,12 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
         Raises
         ------
         InvalidParameterError
-            For a hyperparameter outside its domain or bad data (NaN/inf, not
-            two classes, mismatched shapes, rows over the declared bound with
-            ``clip="raise"``, ``batch_size > n_samples``); nothing is spent.
+            For a hyperparameter outside its domain or a public defect of the
+            inputs (shapes, ``batch_size > n_samples``); nothing is spent.
+            Refused after the charge (the run is paid for: whether to refuse
+            depends on the rows): rows over the declared bound with
+            ``clip="raise"`` and, without declared ``classes``, a target that
+            is not binary. Non-finite entries are mapped to 0, not refused.
         BudgetExceededError
             If the accountant cannot pay for the run; nothing is spent.
 
