@@ -70,16 +70,23 @@ def pure_dp_rdp(orders: np.ndarray | None, epsilon: float) -> np.ndarray:
     """
     a = _orders(orders)
     e = float(epsilon)
-    # log(sinh(x)) = x + log1p(-exp(-2x)) - log 2, stable for large x.
+    # log(sinh(x)) = x + log(1 - exp(-2x)) - log 2, stable for large x; 1 - exp(-y) as -expm1(-y), accurate
+    # for small y too (with log1p(-exp(-y)) the cancellation left errors of about 5e-11 at epsilon = 1e-6, larger
+    # than the true value and of either sign).
     def log_sinh(x: np.ndarray) -> np.ndarray:
         x = np.asarray(x, dtype=float)
-        return x + np.log1p(-np.exp(-2 * x)) - math.log(2)
+        return x + np.log(-np.expm1(-2 * x)) - math.log(2)
 
     la, lb = log_sinh(a * e), log_sinh((a - 1) * e)
     with np.errstate(divide="ignore"):
-        num = la + np.log1p(-np.exp(lb - la))  # log(sinh(a e) - sinh((a-1) e))
+        num = la + np.log(-np.expm1(lb - la))  # log(sinh(a e) - sinh((a-1) e))
     val = (num - log_sinh(np.array(e))) / (a - 1)
-    return np.minimum(e, val)
+    # Where a e is small the log-space difference loses its relative precision (the value is about a e**2 / 2
+    # while the terms are about log(e)); there the upper bound a e**2 / 2 itself is used, within 0.2 % of the
+    # exact value for a e <= 0.1. Elsewhere the formula is within about 1e-10 (relative) of the exact value
+    # (both checked against 60-digit arithmetic in tests/accounting/test_rdp_math.py).
+    val = np.where(a * e <= 0.1, 0.5 * a * e * e, val)
+    return np.clip(val, 0.0, e)
 
 
 def gaussian_rdp(orders: np.ndarray | None, noise_multiplier: float) -> np.ndarray:

@@ -255,7 +255,7 @@ def test_default_accountant_and_no_global_rng_use():
     ({"classes": [1]}, "classes"), ({"classes": [1, 1]}, "classes"), ({"random_state": -1}, "random_state"),
     ({"accountant": Accountant(Budget(1.0, 1e-6), relation="add_remove")}, "replace_one"),
     ({"accountant": "budget"}, "accountant"),
-    ({"epsilon": 1e-4, "n_iter": 5000}, ""),  # the trainer's calibration refuses it (its own message)
+    ({"epsilon": 1e-4, "n_iter": 5000}, r"cannot pay for 5000 fixed DP-BLSGD iterations"),  # the calibration
 ])
 def test_bad_hyperparameters_are_refused_before_anything_is_spent(change, match):
     acc = Accountant(Budget(10.0, 1e-5))
