@@ -134,7 +134,7 @@ class MarginLoss:
             Ub, zb = U[start:start + rows], zd[start:start + rows]
             c = self.derivative(zb * (Ub @ wd))
             c *= zb
-            g += Ub.T @ c.astype(dt, copy=False)
+            g += Ub.T @ c
         return g / n + alpha * w
 
     def objective(self, w: np.ndarray, U: np.ndarray, z: np.ndarray, alpha: float) -> float:
@@ -233,7 +233,9 @@ def compact_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, 
     multiplied by ``1 - 2**-16`` before the cast, so that the float32 rounding
     (a relative ``2**-24`` per entry) leaves the exact norms of the stored rows
     strictly inside the declared bounds: the sensitivity analysis holds for the
-    rows the solver reads. With ``intercept > 0`` a constant column is appended
+    rows the solver reads. ``U`` must be finite (the estimators map non-finite
+    entries to 0 first): the result is marked finite and not checked again.
+    With ``intercept > 0`` a constant column is appended
     (its stored value, also shrunk, is returned; the caller's bounds must
     include ``intercept``).
 
@@ -247,7 +249,10 @@ def compact_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, 
     factor = _clip_factors(U, l1_bound, l2_bound, mode=mode, owner=owner, name=name)
     n, d = U.shape
     out = np.empty((n, d + (intercept > 0.0)), dtype=np.float32)
-    scale = np.full(n, _FLOAT32_SHRINK) if factor is None else factor * (_CLIP_SHRINK * _FLOAT32_SHRINK)
+    scale = np.full(n, _FLOAT32_SHRINK)
+    if factor is not None:  # clipped rows as clip_rows leaves them (factor * _CLIP_SHRINK), then the shrink
+        over = factor < 1.0
+        scale[over] *= factor[over] * _CLIP_SHRINK
     np.multiply(U, scale[:, None], out=out[:, :d], casting="unsafe")
     stored = 0.0
     if intercept > 0.0:

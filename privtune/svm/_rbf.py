@@ -188,7 +188,12 @@ class DPSVC(_DPMarginClassifier):
         W, b = self.random_weights_, self.random_offset_
         if X.shape[1] != W.shape[0]:  # pragma: no cover - validate_data checks n_features_in_ first
             raise InvalidParameterError(f"X has {X.shape[1]} features; the model expects {W.shape[0]}.")
-        phi = math.sqrt(2.0 / W.shape[1]) * np.cos(X @ W + b)
+        with np.errstate(over="ignore", invalid="ignore"):
+            phi = math.sqrt(2.0 / W.shape[1]) * np.cos(X @ W + b)
+        # A finite row with huge entries can overflow X @ W (cos(inf) is NaN): such coordinates are mapped to 0,
+        # in fit and in predict alike, so that no row's values can make fit raise after its charge.
+        if not np.isfinite(phi).all():
+            phi = np.where(np.isfinite(phi), phi, 0.0)
         # |cos| <= 1 makes every coordinate at most sqrt(2/D) in absolute value (the L1 bound holds
         # exactly); the L2 norm is clipped to _FEATURE_NORM, in fit and in predict alike.
         return clip_rows(phi, math.inf, _FEATURE_NORM, mode="rows", owner=type(self).__name__)

@@ -107,3 +107,17 @@ def test_svms_accept_gaussian_noise():
     phi = rbf._features(Xc, fitting=False)
     assert np.linalg.norm(phi, axis=1).max() <= 1.0 + 1e-12
     assert rbf.score(Xc, yc) > 0.8
+
+
+def test_dpsvc_row_that_overflows_the_feature_map_neither_raises_nor_poisons_the_model():
+    """A finite row with entries near the float maximum overflows X @ W (cos(inf) is NaN). It used to make fit raise
+    after the charge (a refusal that depends on one row); its features are now mapped to 0, in fit and predict."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    y = (X[:, 0] > 0).astype(int)
+    X_adv = X.copy()
+    X_adv[0] = 1.7e308
+    acc = Accountant(Budget(2.0, 1e-5))
+    clf = DPSVC(epsilon=1.0, classes=[0, 1], random_state=0, accountant=acc).fit(X_adv, y)
+    assert np.all(np.isfinite(clf.coef_)) and np.isfinite(clf.intercept_).all() and len(acc.entries) == 1
+    assert np.all(np.isfinite(clf.decision_function(X_adv)))
