@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from privtune.exceptions import InvalidParameterError
-from privtune.optim._losses import MarginLoss, clip_rows, get_loss
+from privtune.optim._losses import MarginLoss, clip_rows, get_loss, map_into_domain
 from privtune.utils._validation import check_integer, check_real
 
 
@@ -62,8 +62,10 @@ class PerExampleObjective(Protocol):
       term and lowers the noise (the events are relative to the sensitivity,
       so the charge is unchanged), and uses it as the losses' Lipschitz
       constant for the trust region (``trust_region``);
-    * ``validate()``: reads and checks the data; :func:`dp_blsgd` calls it
-      after the budget check and before the charge.
+    * ``validate()``: reads the data and maps it into the objective's domain;
+      :func:`dp_blsgd` calls it after the charge (write-ahead), so it must not
+      refuse data for its values -- a refusal that depends on a row is a
+      release the charge does not cover.
     """
 
     n_samples: int
@@ -81,10 +83,13 @@ class MarginObjective:
     ----------
     X : array-like of shape (n_samples, n_features)
         Sensitive rows. Only ``X.shape`` is read at construction; values are read
-        by :meth:`validate` (called by :func:`dp_blsgd` after the budget check)
+        by :meth:`validate` (called by :func:`dp_blsgd` after the charge)
         or at the first loss or gradient.
     y : array-like of shape (n_samples,)
-        Labels in {-1, +1}.
+        Labels in {-1, +1}. Values are never refused (a refusal would depend
+        on a row): a row whose label is anything else (NaN included) becomes
+        the zero row and contributes nothing, and a non-finite entry of ``X``
+        counts as 0 (:func:`~privtune.optim._losses.map_into_domain`).
     loss : {"logistic", "smoothed_hinge"}, default="logistic"
         ``log(1 + e**-m)``, or the Huber-smoothed hinge of width ``smoothing``
         (:class:`privtune.optim._losses.MarginLoss`).
@@ -124,6 +129,10 @@ class MarginObjective:
                                         f"{tuple(shape)}.")
         self.n_samples = int(shape[0])
         self.n_params = int(shape[1])
+        y_shape = np.shape(y)  # public: one label per row
+        if len(y_shape) != 1 or y_shape[0] != self.n_samples:
+            raise InvalidParameterError(f"The 'y' parameter of {owner} must be 1-D with one label per row of X "
+                                        f"({self.n_samples}); got shape {tuple(y_shape)}.")
         h = check_real(smoothing, "smoothing", low=0.0, owner=owner)
         self.loss: MarginLoss = get_loss(loss, h, owner)
         self.data_norm = None if data_norm is None else check_real(data_norm, "data_norm", low=0.0, owner=owner)
@@ -143,7 +152,12 @@ class MarginObjective:
         return self.data_norm
 
     def validate(self) -> None:
-        """Read the data: refuse NaN/inf and labels other than -1/+1, clip rows to ``data_norm``."""
+        """Read the data and map it into the domain: a non-finite entry becomes 0, a row whose label is not -1 or +1
+        becomes the zero row (it contributes nothing), rows are clipped to ``data_norm``.
+
+        Nothing is refused for its values (a refusal would depend on a row); only a
+        non-numeric dtype or a shape that changed while being read is refused.
+        """
         if self._U is not None:
             return
         owner = "MarginObjective"
@@ -154,13 +168,10 @@ class MarginObjective:
             raise InvalidParameterError(f"'X' and 'y' passed to {owner} must be arrays of real numbers.") from None
         if U.shape != (self.n_samples, self.n_params):
             raise InvalidParameterError(f"The 'X' parameter of {owner} changed shape while being read.")
-        if not np.all(np.isfinite(U)):
-            raise InvalidParameterError(f"The 'X' parameter of {owner} contains NaN or infinite values.")
         if z.ndim != 1 or z.shape[0] != self.n_samples:
             raise InvalidParameterError(f"The 'y' parameter of {owner} must be 1-D with one label per row of X "
                                         f"({self.n_samples}); got shape {z.shape}.")
-        if not np.all((z == 1.0) | (z == -1.0)):
-            raise InvalidParameterError(f"The 'y' parameter of {owner} must contain only the labels -1 and +1.")
+        U, z = map_into_domain(U, z)
         if self.data_norm is not None:
             U = clip_rows(U, math.sqrt(self.n_params) * self.data_norm, self.data_norm, mode="rows", owner=owner)
         self._U, self._z = U, z

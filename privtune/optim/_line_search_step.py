@@ -221,9 +221,9 @@ def noisy_backtracking_line_search(
     event = acc.search_event(scheme, kind, budget, k + 1)
     if accountant is not None:
         accountant.check(event)
-        validate = getattr(objective, "validate", None)
-        if callable(validate):
-            validate()
-        accountant.spend(event, phase=phase, role="training")
+        accountant.spend(event, phase=phase, role="training")  # write-ahead, before any value is read
+    validate = getattr(objective, "validate", None)
+    if callable(validate):
+        validate()
     eta, accepted = search.run(objective, wv, dv, idx, clip_obj=c_obj, divisor=div, l2=lam, armijo=alpha)
     return LineSearchOutcome(eta=float(eta), accepted=accepted, event=event)

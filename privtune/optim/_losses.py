@@ -49,7 +49,7 @@ import numpy as np
 
 from privtune.exceptions import InvalidParameterError
 
-__all__ = ["LOSSES", "MarginLoss", "get_loss", "clip_rows", "compact_rows"]
+__all__ = ["LOSSES", "MarginLoss", "get_loss", "clip_rows", "compact_rows", "map_into_domain"]
 
 LOSSES = ("logistic", "smoothed_hinge")
 # Rows scaled down by clipping land this far inside the bound, so that float rounding
@@ -192,6 +192,26 @@ def _clip_factors(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str,
                 f"(L1 norm {l1_bound!r}, L2 norm {l2_bound!r}) and clip='raise'. Scale the data to the "
                 "declared bound, raise the bound, or use clip='rows'.")
     return factor
+
+
+def map_into_domain(U: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Map every row into the trainers' domain instead of refusing it for its values.
+
+    A non-finite entry of ``U`` becomes 0; a row whose label is not exactly
+    -1 or +1 (NaN included) becomes the zero row with label +1, so that it
+    contributes nothing to any margin-loss gradient. Each is a deterministic
+    map of one row, so replacing one row still changes one row of the mapped
+    data: the sensitivity analysis is unchanged and no refusal depends on a
+    row (DESIGN's rule 7). The caller's arrays are never modified.
+    """
+    valid = (z == 1.0) | (z == -1.0)
+    finite = np.isfinite(U)
+    if not finite.all():
+        U = np.where(finite, U, U.dtype.type(0))
+    if not valid.all():
+        U = np.where(valid[:, None], U, U.dtype.type(0))
+        z = np.where(valid, z, 1.0)
+    return U, z
 
 
 def clip_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, owner: str,

@@ -15,8 +15,12 @@ minimising the paper's error bound, both from public constants only.
 
 Every function builds **all** its privacy events before touching the data,
 calls ``accountant.check`` on their composition while only the (public) shape of
-``X`` has been read, validates the data, then charges the composed event **once,
-up front** with ``accountant.spend`` (write-ahead: before the first gradient).
+``X`` has been read, then charges the composed event **once, up front** with
+``accountant.spend`` (write-ahead: before any value of ``X`` or ``y`` is read).
+Values are then mapped into the domain, never refused for what they are (a
+refusal that depends on a row is a release no charge covers): a non-finite
+entry counts as 0, a row whose label is not -1/+1 becomes the zero row, a row
+over the declared norm is clipped (:func:`~privtune.optim._losses.map_into_domain`).
 
 Gaussian (zCDP) variant -- **privtune's extension, not from the paper** (spec
 section 6, [ours]): ``noise="gaussian"`` with ``delta > 0`` adds exact discrete
@@ -77,7 +81,7 @@ from privtune.mechanisms._batched import PredrawnNoise
 from privtune.mechanisms._samplers import GRID_HEADROOM, MAX_GAUSSIAN_GRID_EXPONENT
 from privtune.mechanisms.gaussian import Gaussian, calibrate_rdp_gaussian
 from privtune.mechanisms.laplace import Laplace
-from privtune.optim._losses import ClippedRows, MarginLoss, clip_rows, get_loss, l1_bound_of
+from privtune.optim._losses import ClippedRows, MarginLoss, clip_rows, get_loss, l1_bound_of, map_into_domain
 from privtune.optim._result import DPOptimizeResult
 from privtune.optim._schedules import (
     HORIZONS,
@@ -146,24 +150,33 @@ def _public_shape(X: Any, owner: str) -> tuple[int, int]:
     return n, d
 
 
+def _check_label_shape(y: Any, n: int, owner: str) -> None:
+    """Refuse ``y`` unless it is 1-D with one label per row (its shape is public; no value is released)."""
+    shape = np.shape(y)
+    if len(shape) != 1 or shape[0] != n:
+        raise InvalidParameterError(
+            f"The 'y' parameter of {owner} must be 1-D with one label per row of X ({n}); got shape {shape}.")
+
+
 def _read_data(X: Any, y: Any, n: int, d: int, owner: str) -> tuple[np.ndarray, np.ndarray]:
-    """``X`` as a float array (float32 kept as is, see :func:`~privtune.optim._losses.compact_rows`) and ``y``."""
+    """``X`` (float32 kept as is, see :func:`~privtune.optim._losses.compact_rows`) and ``y``, mapped into the domain.
+
+    Refuses only what is public: a dtype that is not real numbers, or shapes
+    that changed while being read. Values are mapped, never refused
+    (:func:`map_into_domain`).
+    """
     try:
         single = getattr(X, "dtype", None) == np.float32
         U = X if isinstance(X, ClippedRows) else np.asarray(X, dtype=np.float32 if single else np.float64)
         z = np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError):
         raise InvalidParameterError(f"'X' and 'y' passed to {owner} must be arrays of real numbers.") from None
-    if U.shape != (n, d):
-        raise InvalidParameterError(f"The 'X' parameter of {owner} changed shape while being read.")
-    if not isinstance(U, ClippedRows) and not np.all(np.isfinite(U)):  # ClippedRows are finite by construction
-        raise InvalidParameterError(f"The 'X' parameter of {owner} contains NaN or infinite values.")
-    if z.ndim != 1 or z.shape[0] != n:
-        raise InvalidParameterError(
-            f"The 'y' parameter of {owner} must be 1-D with one label per row of X ({n}); got shape {z.shape}.")
-    if not np.all((z == 1.0) | (z == -1.0)):
-        raise InvalidParameterError(f"The 'y' parameter of {owner} must contain only the labels -1 and +1.")
-    return U, z
+    if U.shape != (n, d) or z.shape != (n,):
+        raise InvalidParameterError(f"'X' or 'y' passed to {owner} changed shape while being read.")
+    if isinstance(U, ClippedRows):  # finite by construction; only the labels can need mapping
+        valid = (z == 1.0) | (z == -1.0)
+        return (U, z) if valid.all() else map_into_domain(np.asarray(U), z)
+    return map_into_domain(U, z)
 
 
 class _Plan:
@@ -412,12 +425,12 @@ def _run(X: Any, y: Any, *, add_noise: bool, accountant: Any, phase: str, **kw: 
     if not isinstance(phase, str):
         raise InvalidParameterError(f"The 'phase' parameter of {owner} must be a str. Got {phase!r} instead.")
     plan = _make_plan(n=n, d=d, accountant=accountant, owner=owner, **kw)
+    _check_label_shape(y, n, owner)
     if accountant is not None:
         accountant.check(plan.total)  # refuses an over-budget run before any value of X is read
+        accountant.spend(plan.total, phase=phase, role="training")  # write-ahead, before any value is read
     U, z = _read_data(X, y, n, d, owner)
     U = np.asarray(clip_rows(U, plan.r1, plan.r2, mode=plan.clip, owner=owner))  # a plain view from here on
-    if accountant is not None:
-        accountant.spend(plan.total, phase=phase, role="training")  # write-ahead, before the first gradient
     return _execute(plan, U, z, noise=add_noise)
 
 
@@ -462,7 +475,9 @@ def dp_accelerated(
         ``1 - 2**-16`` times it, so that float32 rounding cannot lift it above);
         anything else is converted to float64.
     y : array-like of shape (n_samples,)
-        Labels in {-1, +1}.
+        Labels in {-1, +1}. Values are mapped, never refused: a row whose label
+        is anything else (NaN included) becomes the zero row and contributes
+        nothing, and a non-finite entry of ``X`` counts as 0.
     solver : {"gd", "hb", "nag", "nag-opt", "masg", "masg-opt"}, default="nag-opt"
         DP-GD, DP-HB (heavy ball, ``beta`` tied to ``alpha`` as in the paper's
         experiments), DP-NAG, DP-MASG with a uniform budget split, or DP-NAG /
@@ -475,7 +490,9 @@ def dp_accelerated(
     data_norm : float in (0, inf)
         Declared row-norm bound in the norm the noise needs. Laplace: ``R_1``,
         the **L1** norm of every row; rows above it are scaled down
-        (``clip="rows"``) or refused (``clip="raise"``). Gaussian: the **L2**
+        (``clip="rows"``) or refused after the charge (``clip="raise"``, a
+        debugging aid: that refusal depends on the rows, so it is not covered by
+        the guarantee). Gaussian: the **L2**
         bound ``R_2`` when ``data_norm_l2`` is None; no L1 bound is imposed
         (rows are clipped in L2 only).
     data_norm_l2 : float in (0, inf) or None, default=None
@@ -550,9 +567,10 @@ def dp_accelerated(
     Raises
     ------
     InvalidParameterError
-        For a parameter outside its domain, or bad data (NaN/inf, labels other
-        than -1/+1, shape mismatch, rows over the bound with ``clip="raise"``);
-        nothing is spent.
+        For a parameter outside its domain or a shape mismatch (public; nothing
+        is spent); after the charge, for non-numeric data, or rows over the bound
+        with ``clip="raise"``. NaN/inf entries and bad labels are mapped, not
+        refused.
     BudgetExceededError
         If the accountant cannot pay for the run; raised before any value of
         ``X`` is read, with nothing spent.

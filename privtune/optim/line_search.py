@@ -455,8 +455,10 @@ def dp_blsgd(
     ------
     InvalidParameterError
         For a parameter outside its domain, an accountant of the wrong relation,
-        a budget that cannot pay for one iteration, or bad data (NaN/inf, bad
-        labels); nothing is spent.
+        a budget that cannot pay for one iteration (nothing is spent); after the
+        charge, for data the objective's ``validate`` cannot read (non-numeric).
+        :class:`MarginObjective` maps NaN/inf entries and bad labels instead of
+        refusing them.
     BudgetExceededError
         If the accountant cannot pay for the run; raised before any value is
         read, with nothing spent.
@@ -529,11 +531,10 @@ def dp_blsgd(
     _check_grids(plan, d, source)
     if accountant is not None:
         accountant.check(plan.charged)  # an over-budget run is refused before any value is read
+        accountant.spend(plan.charged, phase=phase, role="training")  # write-ahead, before any value is read
     validate = getattr(objective, "validate", None)
     if callable(validate):
         validate()
-    if accountant is not None:
-        accountant.spend(plan.charged, phase=phase, role="training")  # write-ahead, before the first gradient
     lipschitz = _declared(objective, "gradient_bound") if trust_region else None
     runner = _Runner(plan, objective, w_start, eta_start, source, lipschitz)
     out = runner.run()

@@ -28,8 +28,11 @@ the public functions and the result.
 House rules followed here (as in :mod:`privtune.optim.accelerated`): every
 privacy event is built from public quantities before the data is touched; the
 accountant is asked (``check``) while only ``X.shape`` has been read; then the
-data is validated and clipped; then the whole worst-case event is charged
-(``spend``) once, before the first data access that it pays for. Noise is exact
+whole worst-case event is charged (``spend``) once, before any value is read
+(with a privatised gap: the ``f(w0)`` release first, the rest once it is known);
+then the data is mapped into the domain (a non-finite entry counts as 0, a row
+whose label is not -1/+1 becomes the zero row) and clipped -- never refused for
+its values. Noise is exact
 (discrete Gaussian on a grid, discrete Laplace for the sparse vector) and comes
 from a cryptographically secure source unless ``random_state`` is given.
 
@@ -74,7 +77,7 @@ from privtune.optim._second_order_steps import (
 from privtune.optim._second_order_steps import _line_search as _line_search
 from privtune.optim._second_order_steps import _smallest_eigenpair as _smallest_eigenpair
 from privtune.optim._second_order_steps import curvature_direction as curvature_direction
-from privtune.optim.accelerated import _public_shape, _read_data
+from privtune.optim.accelerated import _check_label_shape, _public_shape, _read_data
 from privtune.utils._random import check_random_state
 from privtune.utils._validation import check_integer
 
@@ -279,7 +282,9 @@ def dp_second_order(
     X : array-like of shape (n_samples, n_features)
         Sensitive rows ``x_i``; clipped to L2 norm ``data_norm``. Its shape is public.
     y : array-like of shape (n_samples,)
-        Labels in {-1, +1}.
+        Labels in {-1, +1}. Values are mapped, never refused: a row whose label
+        is anything else (NaN included) becomes the zero row and contributes
+        nothing, and a non-finite entry of ``X`` counts as 0.
     variant : {"opt", "opt-ls", "opt-b", "2opt", "2opt-ls", "2opt-b"}, default="2opt-ls"
         Short steps (Alg. 1), SVT line search (Alg. 2-3), mini-batch short steps
         (App. B); the ``"2"`` prefix adds the two-phase strategy (section 3.4).
@@ -300,7 +305,8 @@ def dp_second_order(
         ``(0.04, 0.2)`` and ``(0.02, 0.141)`` assume ``M = 1``.)
     data_norm : float in (0, inf), default=1.0
         ``R``, the declared L2 bound of every row; rows above it are scaled down
-        (``clip="rows"``) or refused (``clip="raise"``). Every constant derives from it.
+        (``clip="rows"``) or refused after the charge (``clip="raise"``, a
+        debugging aid whose refusal depends on the rows). Every constant derives from it.
     l2 : float in [0, inf), default=1e-3
         The regularisation strength ``lam``.
     batch_size : int in [1, n_samples] or None, default=None
@@ -361,7 +367,9 @@ def dp_second_order(
     ------
     InvalidParameterError
         For a parameter outside its domain (including constants that make the
-        roots of eq. 15 complex) or bad data; nothing is spent.
+        roots of eq. 15 complex) or a shape mismatch; nothing is spent. After
+        the charge: non-numeric data, rows over the bound with ``clip="raise"``.
+        NaN/inf entries and bad labels are mapped, not refused.
     BudgetExceededError
         If the accountant cannot pay for the run; raised before any value of
         ``X`` is read, with nothing spent.
@@ -467,21 +475,20 @@ def dp_second_order(
         plan = _make_plan(n, d, v, gap=reference_gap, owner=owner)
     else:
         plan = _make_plan(n, d, v, gap=None, owner=owner)
+    _check_label_shape(y, n, owner)
     if accountant is not None:
         accountant.check(plan.total)  # refuses an over-budget run before any value of X is read
+        # write-ahead, before any value is read: the f(w0) release first when the gap is privatised
+        accountant.spend(plan.f0_event if privatised else plan.total, phase=phase, role="training")
     U, z = _read_data(X, y, n, d, owner)
     U = clip_rows(U, math.inf, v["data_norm"], mode=v["clip"], owner=owner)
     oracle = _DataOracle(v["loss"], U, z)
     if privatised:
-        if accountant is not None:
-            accountant.spend(plan.f0_event, phase=phase, role="training")  # write-ahead, before f(w0) is read
         f0_tilde = float(plan.f0_mech.randomise(oracle.value(v["w0"])))
         gap = f0_tilde + v["loss"].reg_value(v["w0"]) + GAP_MARGIN * plan.f0_mech.sigma - consts.f_low
         plan = _make_plan(n, d, v, gap=gap, owner=owner)
         if accountant is not None:
             accountant.spend(ComposedEvent(events=plan.phase_events), phase=phase, role="training")
-    elif accountant is not None:
-        accountant.spend(plan.total, phase=phase, role="training")  # write-ahead, before the first gradient
     return _execute(plan, oracle)
 
 

@@ -100,14 +100,25 @@ def test_margin_objective_reads_only_the_shape_until_validated():
 @pytest.mark.parametrize(
     ("X", "y", "match"),
     [
-        (np.array([[np.nan, 1.0], [0.0, 1.0]]), np.array([1.0, -1.0]), "NaN or infinite"),
-        (np.ones((2, 2)), np.array([1.0, 0.0]), "only the labels -1 and \\+1"),
         (np.ones((2, 2)), np.array([1.0]), "one label per row"),
+        (np.ones((2, 2)), np.ones((2, 1)), "one label per row"),
+        (np.array([["a", "b"], ["c", "d"]]), np.array([1.0, -1.0]), "arrays of real numbers"),
     ],
 )
-def test_margin_objective_refuses_bad_data(X, y, match):
+def test_margin_objective_refuses_bad_shapes_and_dtypes(X, y, match):
     with pytest.raises(InvalidParameterError, match=match):
         MarginObjective(X, y).validate()
+
+
+def test_margin_objective_maps_bad_values_into_the_domain():
+    X = np.array([[np.nan, 1.0], [0.5, np.inf], [0.3, 0.4], [0.6, 0.8]])
+    y = np.array([1.0, -1.0, 0.0, np.nan])
+    obj = MarginObjective(X, y, data_norm=1.0)
+    G = obj.per_example_gradients(np.array([0.3, -0.2]), np.arange(4))
+    np.testing.assert_array_equal(G[2:], 0.0)  # rows with a label outside {-1, +1} contribute nothing
+    assert G[0, 0] == 0.0 and G[1, 1] == 0.0  # non-finite entries count as 0 ...
+    assert G[0, 1] != 0.0 and G[1, 0] != 0.0  # ... and the rest of their rows is used
+    assert np.isnan(X[0, 0]) and y[2] == 0.0  # the caller's arrays are untouched
 
 
 # ----------------------------------------------------------------------------- NOISYBTLS
@@ -455,16 +466,23 @@ def test_over_budget_accountant_refuses_before_any_data_access():
     assert len(acc.entries) == 0 and acc.spent.epsilon == 0.0
     with pytest.raises(AssertionError, match="the data was read"):  # the control: it does raise when read
         dp_blsgd(Untouchable(), epsilon=0.5, delta=1e-6, accountant=acc)
-    assert len(acc.entries) == 0
+    assert len(acc.entries) == 1  # ... after the write-ahead charge
 
 
-def test_bad_data_is_refused_after_the_check_and_before_the_charge():
+def test_bad_values_are_mapped_after_the_charge_never_refused():
+    """Rule 7: a NaN entry counts as 0 and a row with a label other than -1/+1 becomes the zero row, so whether
+    dp_blsgd completes cannot depend on a row; the seeded run equals the run on the data mapped by hand."""
     X, y = _data(9)
-    X[3, 1] = np.nan
+    bad_X, bad_y = X.copy(), y.copy()
+    bad_X[3, 1], bad_y[5] = np.nan, 0.0
+    ref_X, ref_y = X.copy(), y.copy()
+    ref_X[3, 1], ref_X[5], ref_y[5] = 0.0, 0.0, 1.0
     acc = Accountant(Budget(1.0, 1e-6))
-    with pytest.raises(InvalidParameterError, match="NaN"):
-        dp_blsgd(MarginObjective(X, y), epsilon=1.0, delta=1e-6, accountant=acc)
-    assert len(acc.entries) == 0
+    got = dp_blsgd(MarginObjective(bad_X, bad_y, data_norm=1.0), epsilon=1.0, delta=1e-6, accountant=acc,
+                   random_state=2)
+    ref = dp_blsgd(MarginObjective(ref_X, ref_y, data_norm=1.0), epsilon=1.0, delta=1e-6, random_state=2)
+    assert len(acc.entries) == 1 and np.all(np.isfinite(got.x))
+    np.testing.assert_array_equal(got.x, ref.x)
 
 
 @pytest.mark.parametrize(
