@@ -283,10 +283,13 @@ class _SearchConfigMixin:
     def _n_classes(self, cfg: dict[str, Any], y_tr: Any = None) -> int:
         """K in balanced accuracy's sensitivity 2 / (K M), from public information only.
 
-        With public training labels, the classes seen in training (what a
-        fitted classifier's ``classes_`` holds); with sensitive training rows,
-        the estimator's declared label set (never read off the rows); K = 2
-        (the most conservative) when neither is available.
+        The estimator's declared label set (never read off the rows) when it
+        has one; else, with public training labels passed apart from the
+        validation rows (``X_val``/``y_val``), the classes seen in training (what
+        a fitted classifier's ``classes_`` holds); else K = 2 (the most
+        conservative). With ``validation_size`` the labels are read before the
+        split, validation rows included, so they are not used: one validation
+        row with a new label would otherwise lower the declared sensitivity.
         """
         tags = cfg.get("tags")
         if tags is not None and tags.classes_param is not None:

@@ -366,7 +366,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, BaseSearchCV):
         X_tr, y_tr, X_v, y_v = self._validate_data(X, y, X_val, y_val)
         scorer: BoundedScorer = cfg["scorer"]
         k = cfg.get("cv")
-        n_classes = self._n_classes(cfg, y_tr)
+        # K from the training labels only when they are public *and* apart from the validation rows: before a
+        # validation_size split, y still holds the validation labels (K must not depend on them).
+        n_classes = self._n_classes(cfg, y_tr if X_v is not None else None)
         if k is not None:
             if X_v is not None:
                 raise InvalidParameterError("Pass either cv or X_val/y_val to PrivateSearchCV.fit, not both.")

@@ -414,3 +414,28 @@ def test_up_front_plan_composes_gaussian_fits_exactly(data):
     assert lap.epsilon_delta() == (0.3, 0.0)
     with pytest.raises(InvalidParameterError):
         DPLogisticRegression(epsilon=-1)._fit_privacy_event()
+
+
+def test_balanced_accuracy_class_count_never_reads_validation_labels():
+    """K in 2 / (K M) is public: with validation_size the labels are read before the split, so one validation row
+    with a new label must not change the declared sensitivity (it lowered it from 0.1 to 0.067: too little noise)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = (X[:, 0] > 0).astype(int)
+
+    def search(X_val=None, y_val=None, Xt=X, yt=y):
+        s = PrivateSearchCV(LogisticRegression(), {"C": Real(0.01, 10.0, log=True)}, method="random", epsilon=1.0,
+                            n_iter=3, n_candidates=8, scoring="balanced_accuracy", min_class_size=10,
+                            validation_size=None if X_val is not None else 0.3, random_state=0)
+        return s.fit(Xt, yt, X_val=X_val, y_val=y_val)
+
+    base = search()
+    assert base.score_sensitivity_ == pytest.approx(2 / (2 * 10))
+    for i in range(0, 300, 3):  # rows on both sides of the split: the figure never moves
+        y2 = y.copy()
+        y2[i] = 2
+        assert search(yt=y2).score_sensitivity_ == base.score_sensitivity_
+    # public training labels passed apart from the validation rows do set K (three classes here)
+    y3 = np.where(X[:, 1] > 0.5, 2, y)
+    apart = search(X_val=X[200:], y_val=y3[200:], Xt=X[:200], yt=y3[:200])
+    assert apart.score_sensitivity_ == pytest.approx(2 / (3 * 10))
