@@ -159,3 +159,61 @@ def test_every_margin_classifier_declares_rows_and_runs_as_a_training_sensitive_
     s = PrivateSearchCV(est.set_params(epsilon=0.1), {"C": Real(0.1, 10, log=True)}, sensitive="both", n_iter=2,
                         n_candidates=4, random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     assert [e.phase for e in s.training_accountant_.entries] == ["fits"]  # the selected fit is best_estimator_
+
+
+# ----------------------------------------------------------------------------- one entry never re-types the others
+@pytest.mark.parametrize("est", [DPLogisticRegression(classes=[0, 1], epsilon=5.0, random_state=0),
+                                 DPNonConvexClassifier(classes=[0, 1], epsilon=5.0, random_state=0),
+                                 DPMLPClassifier(classes=[0, 1], n_iter=10, sampling="full", random_state=0)],
+                         ids=lambda e: type(e).__name__)
+def test_a_list_with_one_odd_entry_is_read_entry_by_entry(unit_rows, est):
+    """numpy turns a whole list into strings for one string: one row would zero every row of a DP fit (a
+    string label matches no declared class) or make it refuse (a string cell). Lists are read entry by entry,
+    exactly like the object arrays that already were."""
+    X_tr, y_tr = unit_rows[0][:120], unit_rows[1][:120]
+    y_list, y_obj = y_tr.tolist(), y_tr.astype(object)
+    y_list[3] = y_obj[3] = SENTINEL_STR
+    from sklearn.base import clone
+    a = clone(est).fit(X_tr.tolist(), y_list)
+    b = clone(est).fit(X_tr, y_obj)
+    clean = clone(est).fit(X_tr, y_tr)
+    def coef(m):
+        return np.concatenate([np.ravel(c) for c in m.coefs_]) if hasattr(m, "coefs_") else np.ravel(m.coef_)
+
+    np.testing.assert_array_equal(coef(a), coef(b))
+    assert np.linalg.norm(coef(a) - coef(clean)) < 0.5 * np.linalg.norm(coef(clean))  # not the zero model
+    X_list = X_tr.tolist()
+    X_list[5][2] = SENTINEL_STR
+    X_nan = X_tr.copy()
+    X_nan[5, 2] = np.nan
+    np.testing.assert_array_equal(coef(clone(est).fit(X_list, y_tr.tolist())), coef(clone(est).fit(X_nan, y_tr)))
+
+
+def test_validation_lists_with_one_odd_entry_are_read_entry_by_entry(unit_rows):
+    X_tr, y_tr, X_v, y_v = unit_rows
+
+    def released(X_val, y_val):
+        s = PrivateSearchCV(SVC(random_state=0), {"C": Real(0.1, 10, log=True)}, n_iter=3, n_candidates=4,
+                            epsilon=1e6, random_state=0).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+        return s.best_score_
+
+    y_list, y_obj = y_v.tolist(), y_v.astype(object)
+    y_list[0] = y_obj[0] = SENTINEL_STR
+    clean = released(X_v, y_v)
+    assert released(X_v, y_list) == released(X_v, y_obj) > clean - 2 / len(y_v)  # one row, not every row
+    X_list, X_obj = X_v.tolist(), X_v.astype(object)
+    X_list[0][1] = X_obj[0, 1] = SENTINEL_STR
+    assert released(X_list, y_v) == released(X_obj, y_v) > clean - 2 / len(y_v)
+
+
+def test_chebyshev_targets_that_are_not_numbers_are_mapped_not_refused():
+    from privtune.accounting import Accountant, Budget
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    y = list(X[:, 0])
+    y_nan = np.array(y)
+    y[3], y_nan[3] = SENTINEL_STR, np.nan
+    acc = Accountant(Budget(10.0, 0.0))
+    a = DPChebyshevRegressor(epsilon=1.0, accountant=acc, random_state=0).fit(X, y)
+    b = DPChebyshevRegressor(epsilon=1.0, random_state=0).fit(X, y_nan)
+    assert len(acc.entries) == 1
+    np.testing.assert_array_equal(a.coef_, b.coef_)

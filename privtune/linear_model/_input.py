@@ -16,6 +16,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import validate_data
 
 from privtune.exceptions import InvalidParameterError
+from privtune.utils._validation import entrywise_float, keep_entry_types
 
 __all__ = ["_public_shape", "_numeric_table", "_numeric_rows"]
 
@@ -52,12 +53,24 @@ def _public_shape(X: Any, y: Any, owner: str) -> tuple[int, int]:
     return int(shape[0]), int(shape[1])
 
 
-def _numeric_table(est: Any, X: Any, owner: str, *, reset: bool) -> np.ndarray:
-    """X as a float array (non-finite entries allowed); errors name the defect, never a value."""
+def _numeric_table(est: Any, X: Any, owner: str, *, reset: bool, entrywise: bool = False) -> np.ndarray:
+    """X as a float array (non-finite entries allowed); errors name the defect, never a value.
+
+    With ``entrywise`` (``fit`` of a DP estimator, after its charge) an entry
+    that is not a real number becomes NaN instead of refusing the whole table
+    (:func:`privtune.utils._validation.entrywise_float`); the estimator then maps
+    it like any non-finite entry. Only the table's structure can be refused.
+    """
     try:
         return validate_data(est, X, dtype=np.float64, reset=reset, ensure_all_finite=False)
     except Exception as exc:  # noqa: BLE001 - scikit-learn's messages can quote values: never repeated
         text = str(exc)
+        table = _entrywise_table(X) if entrywise and ("convert" in text or "argument must be" in text) else None
+        if table is not None:  # some entry is not a number: read every entry on its own instead of refusing
+            try:
+                return validate_data(est, table, dtype=np.float64, reset=reset, ensure_all_finite=False)
+            except Exception as exc2:  # noqa: BLE001
+                text = str(exc2)
         if ("is expecting" in text and "features" in text) or "while a minimum of" in text:
             msg = text  # counts of features only
         elif "omplex" in text:
@@ -77,10 +90,33 @@ def _numeric_table(est: Any, X: Any, owner: str, *, reset: bool) -> np.ndarray:
         raise InvalidParameterError(msg) from None
 
 
+def _entrywise_table(X: Any) -> Any:
+    """X with every entry converted on its own (NaN where it is not a number), column names kept; None if ragged."""
+    if getattr(getattr(X, "dtype", None), "kind", None) == "c" or hasattr(X, "tocsr"):
+        return None  # a complex dtype or a sparse matrix: structure, refused as before
+    try:
+        values = entrywise_float(X)
+    except Exception:  # noqa: BLE001 - ragged input: its structure is refused as before
+        return None
+    columns = getattr(X, "columns", None)
+    if columns is not None and values.ndim == 2:
+        try:
+            import pandas as pd  # X is a pandas-like table: keep its feature names (fit records them)
+        except ImportError:  # pragma: no cover - a table with columns but no pandas: names are not recorded
+            return values
+        return pd.DataFrame(values, columns=columns, index=getattr(X, "index", None))
+    return values
+
+
 def _numeric_rows(est: Any, X: Any, y: Any, owner: str) -> tuple[np.ndarray, np.ndarray]:
-    """(X as floats, y as a 1-D array) after the charge; errors name the defect, never a value."""
-    X = _numeric_table(est, X, owner, reset=True)
-    y = np.asarray(y)
+    """(X as floats, y as a 1-D array) after the charge; values are never refused, only the structure.
+
+    An entry of ``X`` that is not a number becomes NaN (then 0, like any
+    non-finite entry); each label keeps its own type, so one odd label cannot
+    change how the others compare with the declared ``classes``.
+    """
+    X = _numeric_table(est, X, owner, reset=True, entrywise=True)
+    y = keep_entry_types(y)
     if y.ndim == 2:
         y = y.ravel()
     return X, y

@@ -19,6 +19,7 @@ from sklearn.utils.validation import check_array
 
 from privtune.exceptions import InvalidParameterError
 from privtune.space import Dimension, SearchSpace
+from privtune.utils._validation import keep_entry_types
 
 
 def _as_space(search_space: Any) -> SearchSpace:
@@ -35,6 +36,11 @@ def _as_table(X: Any, name: str) -> Any:
     """A 2-D array (or sparse matrix) of ``X``; errors name the argument and its shape, never a value."""
     if getattr(getattr(X, "dtype", None), "kind", None) == "c":
         raise InvalidParameterError(f"Complex data not supported: {name} has a complex dtype.")
+    if isinstance(X, (list, tuple)):
+        try:  # one string cell must not turn every other cell into a string (rule 7)
+            X = keep_entry_types(X)
+        except Exception:  # noqa: BLE001 - ragged: check_array refuses it below, by shape
+            pass
     try:
         arr = check_array(X, accept_sparse=["csr", "csc"], dtype=None, ensure_all_finite=False,
                           ensure_2d=False, allow_nd=True, ensure_min_samples=0, ensure_min_features=0,
@@ -58,7 +64,7 @@ def _as_table(X: Any, name: str) -> Any:
 def _as_labels(y: Any, name: str) -> np.ndarray:
     """A 1-D array of targets; errors name the argument and its shape, never a value."""
     try:
-        arr = np.asarray(y)
+        arr = keep_entry_types(y)  # one string label must not turn every other label into a string (rule 7)
     except Exception:  # noqa: BLE001
         raise InvalidParameterError(f"PrivateSearchCV.fit could not read {name} as an array.") from None
     if arr.ndim == 2 and arr.shape[1] == 1:

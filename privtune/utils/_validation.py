@@ -26,6 +26,8 @@ __all__ = [
     "check_delta",
     "check_sensitivity",
     "check_finite_array",
+    "keep_entry_types",
+    "entrywise_float",
 ]
 
 
@@ -181,3 +183,46 @@ def check_finite_array(
     if not np.all(np.isfinite(arr)):
         raise InvalidParameterError(f"{where} contains NaN or infinite values.")
     return arr
+
+
+# ----------------------------------------------------------------------------- per-entry reading of sensitive inputs
+def keep_entry_types(values: Any) -> np.ndarray:
+    """``values`` as an array in which one entry never changes how another is read.
+
+    numpy turns a whole list into strings when one entry is a string
+    (``np.asarray([0, 1, "x"])`` is ``['0', '1', 'x']``), so one row would change
+    every other row's label. For a list-like whose conversion promoted
+    non-string entries to strings, an object array is returned instead (each
+    entry keeps its own value and type); everything else is ``np.asarray(values)``.
+    The decision changes only the array's type, never an entry's meaning: the
+    comparisons the scorers and estimators make are the same entry by entry.
+    """
+    arr = np.asarray(values)
+    if arr.dtype.kind in "US" and getattr(values, "dtype", None) is None:
+        obj = np.asarray(values, dtype=object)
+        if obj.shape == arr.shape and not all(isinstance(v, (str, bytes)) for v in obj.flat):
+            return obj
+    return arr
+
+
+def entrywise_float(values: Any) -> np.ndarray:
+    """``values`` as float64, each entry converted on its own; an entry that is not a real number becomes NaN.
+
+    Used where the values are sensitive and must not be refused for what they
+    are (DESIGN's rule 7): the fast path is ``np.asarray(values, float64)``; if
+    any entry cannot be converted, every entry is converted separately, so one
+    entry's failure affects that entry only (the caller then maps NaN into its
+    domain). Raises only for input whose *structure* cannot be an array (ragged).
+    """
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        pass
+    obj = np.asarray(values, dtype=object)
+    out = np.full(obj.shape, np.nan)
+    for idx, v in np.ndenumerate(obj):
+        try:
+            out[idx] = float(v)
+        except (TypeError, ValueError, OverflowError):
+            pass  # stays NaN
+    return out

@@ -278,7 +278,9 @@ def test_a_search_refuses_undeclared_classes():
 # epsilon ~ 1 is close to chance by design.
 _CHECKED = [DPNonConvexClassifier(epsilon=1e4, loss="nonconvex_logistic", data_norm=10.0, tolerance=0.05,
                                   max_iter=50, random_state=0)]
-EXPECTED_FAILURES: dict[str, str] = {}
+EXPECTED_FAILURES: dict[str, str] = {"check_dtype_object": (
+    "a non-numeric entry of a sensitive training row is mapped to NaN (then 0) after the charge, "
+    "never refused: a refusal would depend on one row (DESIGN rule 7)")}
 
 
 @parametrize_with_checks(_CHECKED, expected_failed_checks=lambda est: EXPECTED_FAILURES)

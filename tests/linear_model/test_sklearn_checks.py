@@ -23,7 +23,13 @@ ESTIMATORS = [
     DPLogisticRegression(data_norm=10.0, C=100.0, solver="line-search", epsilon=1e4, random_state=0),
 ]
 
-@parametrize_with_checks(ESTIMATORS, expected_failed_checks=lambda est: {})
+#: Deliberate deviations from scikit-learn's conventions, each for a privacy reason.
+EXPECTED_FAILURES = {"check_dtype_object": (
+    "a non-numeric entry of a sensitive training row is mapped to NaN (then 0) after the charge, "
+    "never refused: a refusal would depend on one row (DESIGN rule 7)")}
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=lambda est: EXPECTED_FAILURES)
 def test_sklearn_compatible(estimator, check):
     # sklearn's check_methods_sample_order_invariance draws from numpy's *global* RNG
     # (np.random.permutation); restore it so that the conftest guard, which is about

@@ -472,7 +472,9 @@ def test_accuracy_does_not_fall_as_epsilon_grows():
 _CHECKED = DPMLPClassifier(hidden_layer_sizes=(16,), epsilon=1e4, n_iter=60, sampling="full", data_norm=10.0,
                            random_state=0)
 
-_EXPECTED_FAILURES: dict[str, str] = {}
+_EXPECTED_FAILURES: dict[str, str] = {"check_dtype_object": (
+    "a non-numeric entry of a sensitive training row is mapped to NaN (then 0) after the charge, "
+    "never refused: a refusal would depend on one row (DESIGN rule 7)")}
 
 
 @parametrize_with_checks([_CHECKED], expected_failed_checks=lambda est: _EXPECTED_FAILURES)
