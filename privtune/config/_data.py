@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from privtune.config._schema import _PARQUET_SUFFIXES, BUNDLED_DATASETS, ConfigError, DataConfig
+from privtune.utils._validation import entrywise_float, keep_entry_types
 
 
 # -- data ---------------------------------------------------------------------------------------------
@@ -67,17 +68,41 @@ def public_sizes(data: DataConfig) -> tuple[int, int, str]:
     return int(math.floor(vs * n)), k, f"validation_size {vs:g} of {src}"
 
 
+def _target_entry(v: str) -> Any:
+    """One CSV target: an int if it is an integral number, a float if it is another number, else the string."""
+    try:
+        f = float(v)
+    except ValueError:
+        return v
+    return int(f) if math.isfinite(f) and f == round(f) else f
+
+
 def _parse_target(values: list[str]) -> np.ndarray:
+    """The targets, each read on its own (never re-typed by another: one label must not change the others).
+
+    All numbers: int64 when every one is integral, else float64; all strings: a
+    string array. A mix: an object array of the entries as :func:`_target_entry`
+    reads them, so that ``1`` still equals a prediction ``1`` (before, one string
+    turned every target into a string).
+    """
     try:
         arr = np.array([float(v) for v in values])
     except ValueError:
-        return np.array(values, dtype=object).astype(str)
+        entries = [_target_entry(v) for v in values]
+        if all(isinstance(e, str) for e in entries):
+            return np.array(values, dtype=object).astype(str)
+        return np.array(entries, dtype=object)
     if np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
         return arr.astype(np.int64)
     return arr
 
 
-def _read_csv(path: Path, key: str, target: str, columns: tuple[str, ...] | None) -> tuple[Any, Any, list[str]]:
+def _read_csv(path: Path, key: str, target: str, columns: tuple[str, ...] | None,
+              strict: bool = True) -> tuple[Any, Any, list[str]]:
+    """Read a CSV file. ``strict`` (a public file): refuse a bad cell, naming its line and column. Otherwise the
+    file holds sensitive rows and nothing is refused for its values (DESIGN rule 7): a feature cell that is not a
+    number becomes NaN (the estimators and the search's row isolation map it), an empty target is kept as an
+    empty label, and no message names a line or a column of a value."""
     with open(path, newline="", encoding="utf-8") as fh:
         reader = csv.reader(fh)
         header = next(reader, None) or []
@@ -92,24 +117,28 @@ def _read_csv(path: Path, key: str, target: str, columns: tuple[str, ...] | None
     fi = [idx[c] for c in feats]
     ys: list[str] = []
     for r, row in enumerate(rows, start=2):
-        if len(row) != len(header):
+        if len(row) != len(header):  # the file's structure (its record layout), not a value
             raise ConfigError([(f"data.{key}", f"{str(path)!r} line {r}: expected {len(header)} fields, got "
                                                 f"{len(row)}")])
         for j, i in enumerate(fi):
             try:
                 X[r - 2, j] = float(row[i])
             except ValueError:  # the value itself is not shown: it may be sensitive
+                if not strict:
+                    X[r - 2, j] = math.nan
+                    continue
                 raise ConfigError([(f"data.{key}", f"{str(path)!r} line {r}, column {feats[j]!r}: expected a "
                                                     "number (features must be numeric)")]) from None
-        if row[ti] == "":
+        if row[ti] == "" and strict:
             raise ConfigError([(f"data.{key}", f"{str(path)!r} line {r}: the target column {target!r} is empty")])
         ys.append(row[ti])
-    if not np.all(np.isfinite(X)):
+    if strict and not np.all(np.isfinite(X)):
         raise ConfigError([(f"data.{key}", f"{str(path)!r}: features must be finite numbers (no NaN/inf)")])
     return X, _parse_target(ys), feats
 
 
-def _read_parquet(path: Path, key: str, target: str, columns: tuple[str, ...] | None) -> tuple[Any, Any, list[str]]:
+def _read_parquet(path: Path, key: str, target: str, columns: tuple[str, ...] | None,
+                  strict: bool = True) -> tuple[Any, Any, list[str]]:
     import pandas as pd
 
     df = pd.read_parquet(path)
@@ -120,14 +149,17 @@ def _read_parquet(path: Path, key: str, target: str, columns: tuple[str, ...] | 
     try:
         X = df[feats].to_numpy(dtype=float)
     except (TypeError, ValueError):
-        raise ConfigError([(f"data.{key}", f"{str(path)!r}: features must be numeric")]) from None
-    return X, df[target].to_numpy(), feats
+        if strict:
+            raise ConfigError([(f"data.{key}", f"{str(path)!r}: features must be numeric")]) from None
+        X = entrywise_float(df[feats].to_numpy(dtype=object))  # sensitive rows: NaN where not a number
+    return X, keep_entry_types(df[target].to_numpy()), feats
 
 
-def _read_table(path: Path, key: str, target: str, columns: tuple[str, ...] | None) -> tuple[Any, Any, list[str]]:
+def _read_table(path: Path, key: str, target: str, columns: tuple[str, ...] | None,
+                strict: bool = True) -> tuple[Any, Any, list[str]]:
     if path.suffix.lower() in _PARQUET_SUFFIXES:
-        return _read_parquet(path, key, target, columns)
-    return _read_csv(path, key, target, columns)
+        return _read_parquet(path, key, target, columns, strict)
+    return _read_csv(path, key, target, columns, strict)
 
 
 def load_data(data: DataConfig) -> tuple[Any, Any, Any, Any]:
@@ -146,8 +178,13 @@ def load_data(data: DataConfig) -> tuple[Any, Any, Any, Any]:
     Raises
     ------
     ConfigError
-        For unreadable files, missing columns or non-numeric features (the
-        offending values are never shown).
+        For unreadable files, missing columns, a record with the wrong number
+        of fields, or -- in a *public* training file only (``sensitive =
+        "validation"`` with a separate validation file) -- non-numeric or
+        non-finite features and empty targets (the offending values are never
+        shown). A file holding sensitive rows is never refused for its values:
+        a feature cell that is not a number becomes NaN, and each target is
+        read on its own.
     """
     if data.bundled is not None:
         from sklearn import datasets
@@ -163,8 +200,12 @@ def load_data(data: DataConfig) -> tuple[Any, Any, Any, Any]:
             X = X[:, [names.index(c) for c in data.columns]]
         return X, y, None, None
     assert data.train is not None and data.target is not None
-    X, y, feats = _read_table(data.train, "train", data.target, data.columns)
+    # The training file is public only when the validation rows come from their own file and only they are
+    # sensitive; otherwise it holds sensitive rows (all of them, or the validation split's): nothing in it is
+    # refused for its values, and no message points at a value's line or column.
+    public_train = data.sensitive == "validation" and data.validation is not None
+    X, y, feats = _read_table(data.train, "train", data.target, data.columns, strict=public_train)
     if data.validation is None:
         return X, y, None, None
-    X_val, y_val, _ = _read_table(data.validation, "validation", data.target, tuple(feats))
+    X_val, y_val, _ = _read_table(data.validation, "validation", data.target, tuple(feats), strict=False)
     return X, y, X_val, y_val

@@ -49,12 +49,14 @@ def write_config(directory: Path, text: str | None = None, *, name: str = "small
     return path
 
 
-def write_csv(path: Path, n: int, *, seed: int, garbage: bool = False) -> None:
-    """A tiny two-class CSV (header x0,x1,x2,label); ``garbage`` fills every value with non-numbers."""
+def write_csv(path: Path, n: int, *, seed: int, garbage: bool = False, bad_row: int | None = None) -> None:
+    """A tiny two-class CSV (header x0,x1,x2,label); ``garbage`` fills every value with non-numbers, ``bad_row``
+    only that row's."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 3))
     y = (X[:, 0] + 0.5 * X[:, 1] > 0).astype(int)
     lines = ["x0,x1,x2,label"]
-    for row, label in zip(X, y, strict=True):
-        lines.append("???,###,!!!,?" if garbage else ",".join(f"{v:.6f}" for v in row) + f",{label}")
+    for i, (row, label) in enumerate(zip(X, y, strict=True)):
+        bad = garbage or i == bad_row
+        lines.append("???,###,!!!,?" if bad else ",".join(f"{v:.6f}" for v in row) + f",{label}")
     path.write_text("\n".join(lines) + "\n")

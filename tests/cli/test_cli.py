@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from cli_helpers import BASE_CONFIG, write_config, write_csv
 
@@ -179,15 +180,33 @@ def test_csv_config_from_examples(tmp_path, capsys):
     assert _studies(tmp_path / "csv_logistic.sqlite") == ["csv_logistic"]
 
 
-def test_csv_with_a_non_numeric_feature_is_refused_without_showing_the_value(tmp_path, capsys):
+def test_public_training_csv_with_a_non_numeric_feature_is_refused_without_showing_the_value(tmp_path, capsys):
+    config = tmp_path / "csv_logistic.toml"
+    shutil.copy(EXAMPLES / "csv_logistic.toml", config)
+    write_csv(tmp_path / "train.csv", 40, seed=0, garbage=True)  # public here: a clear refusal helps
+    write_csv(tmp_path / "valid.csv", 20, seed=1)
+    assert main(["tune", str(config), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "data.train" in err and "line 2" in err and "???" not in err
+    assert not (tmp_path / "csv_logistic.sqlite").exists()
+
+
+def test_sensitive_csv_rows_are_never_refused_for_their_values(tmp_path, capsys):
+    """Rule 7: a sensitive file's odd cell is mapped (NaN feature, a label of its own), and no message points at
+    its line or column; the other rows keep their numeric labels (one "?" no longer turns every label into a
+    string, which made every validation row miss)."""
+    from privtune.config._data import _read_csv
+
     config = tmp_path / "csv_logistic.toml"
     shutil.copy(EXAMPLES / "csv_logistic.toml", config)
     write_csv(tmp_path / "train.csv", 40, seed=0)
-    write_csv(tmp_path / "valid.csv", 20, seed=1, garbage=True)
-    assert main(["tune", str(config), "--quiet"]) == 2
-    err = capsys.readouterr().err
-    assert "data.validation" in err and "line 2" in err and "???" not in err
-    assert not (tmp_path / "csv_logistic.sqlite").exists()
+    write_csv(tmp_path / "valid.csv", 20, seed=1, bad_row=3)
+    assert main(["tune", str(config), "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert "???" not in captured.out + captured.err and "line" not in captured.err
+    X_val, y_val, _ = _read_csv(tmp_path / "valid.csv", "validation", "label", None, strict=False)
+    assert np.isnan(X_val[3]).all() and np.isfinite(np.delete(X_val, 3, axis=0)).all()
+    assert y_val[3] == "?" and all(isinstance(v, int) and v in (0, 1) for v in np.delete(y_val, 3))
 
 
 def test_parquet_needs_pandas_and_pyarrow(tmp_path, capsys):
