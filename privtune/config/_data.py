@@ -102,7 +102,8 @@ def _read_csv(path: Path, key: str, target: str, columns: tuple[str, ...] | None
     """Read a CSV file. ``strict`` (a public file): refuse a bad cell, naming its line and column. Otherwise the
     file holds sensitive rows and nothing is refused for its values (DESIGN rule 7): a feature cell that is not a
     number becomes NaN (the estimators and the search's row isolation map it), an empty target is kept as an
-    empty label, and no message names a line or a column of a value."""
+    empty label, a record with the wrong number of fields (an unquoted comma in a value, say) becomes all-NaN
+    features with an empty label, and no message names a line or a column of a value."""
     with open(path, newline="", encoding="utf-8") as fh:
         reader = csv.reader(fh)
         header = next(reader, None) or []
@@ -117,7 +118,11 @@ def _read_csv(path: Path, key: str, target: str, columns: tuple[str, ...] | None
     fi = [idx[c] for c in feats]
     ys: list[str] = []
     for r, row in enumerate(rows, start=2):
-        if len(row) != len(header):  # the file's structure (its record layout), not a value
+        if len(row) != len(header):  # a record's layout can depend on its values (an unquoted comma)
+            if not strict:
+                X[r - 2] = math.nan  # the whole record is unreadable: no feature, a label matching nothing
+                ys.append("")
+                continue
             raise ConfigError([(f"data.{key}", f"{str(path)!r} line {r}: expected {len(header)} fields, got "
                                                 f"{len(row)}")])
         for j, i in enumerate(fi):
@@ -178,13 +183,14 @@ def load_data(data: DataConfig) -> tuple[Any, Any, Any, Any]:
     Raises
     ------
     ConfigError
-        For unreadable files, missing columns, a record with the wrong number
-        of fields, or -- in a *public* training file only (``sensitive =
-        "validation"`` with a separate validation file) -- non-numeric or
+        For unreadable files, missing columns, or -- in a *public* training
+        file only (``sensitive = "validation"`` with a separate validation
+        file) -- a record with the wrong number of fields, non-numeric or
         non-finite features and empty targets (the offending values are never
         shown). A file holding sensitive rows is never refused for its values:
-        a feature cell that is not a number becomes NaN, and each target is
-        read on its own.
+        a feature cell that is not a number becomes NaN, a record with the wrong
+        number of fields becomes all-NaN features with an empty label, and each
+        target is read on its own.
     """
     if data.bundled is not None:
         from sklearn import datasets

@@ -207,6 +207,11 @@ def test_sensitive_csv_rows_are_never_refused_for_their_values(tmp_path, capsys)
     X_val, y_val, _ = _read_csv(tmp_path / "valid.csv", "validation", "label", None, strict=False)
     assert np.isnan(X_val[3]).all() and np.isfinite(np.delete(X_val, 3, axis=0)).all()
     assert y_val[3] == "?" and all(isinstance(v, int) and v in (0, 1) for v in np.delete(y_val, 3))
+    text = (tmp_path / "valid.csv").read_text().splitlines()
+    text[5] += ",Smith"  # one record with an extra field (an unquoted comma in a value)
+    (tmp_path / "valid.csv").write_text("\n".join(text) + "\n")
+    X_val, y_val, _ = _read_csv(tmp_path / "valid.csv", "validation", "label", None, strict=False)
+    assert np.isnan(X_val[4]).all() and y_val[4] == "" and np.isfinite(X_val[5]).all()
 
 
 def test_parquet_needs_pandas_and_pyarrow(tmp_path, capsys):
