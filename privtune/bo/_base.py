@@ -161,6 +161,18 @@ class ReleaseMethod:
     def _spent(self, accountant: Accountant) -> float:
         return accountant.spent.epsilon
 
+    def _release_score(self, mech: Any, value: float) -> float:
+        """``mech`` applied to a score measured from the public midpoint of the score bounds.
+
+        Additive noise is translation-equivariant, so this is the same mechanism.
+        Centring keeps the value's index on the exact sampler's grid small
+        (``|value - mid| <= half_range`` for a clipped score), so the sampler's
+        range check (``|value| / grid < 2**51``) cannot refuse a score whose
+        declared bounds lie far from 0 -- a refusal after the charge that would
+        depend on the private score (DESIGN rule 7).
+        """
+        return self.mid + float(mech.randomise(value - self.mid))
+
     def _to_scores(self, z: float) -> float:
         return self.mid + self.half_range * z
 

@@ -190,7 +190,7 @@ class LipschitzRelease(GPMethod):
                 break
         eps_sel, eps_sc = self._budgets()
         lap = Laplace(epsilon=eps_sc, sensitivity=consts["sensitivity"], random_state=source)
-        score = float(lap.randomise(best))
+        score = self._release_score(lap, best)
         index, params = None, None
         if self.select:
             missing = [i for i in range(len(candidates)) if i not in scores]

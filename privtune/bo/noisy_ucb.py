@@ -145,7 +145,7 @@ class NoisyUCB(GPMethod):
                 f.pay(1)
                 v = f(i)
                 raw[i] = v
-                noisy = float(obs_mech.randomise(v))
+                noisy = self._release_score(obs_mech, v)
                 journal.put(f"observation:{t}", {"index": i, "released_score": noisy})
             engine.tell(i, noisy)
             rec = IterationRecord(iteration=t, params=candidates[i], released_score=noisy,
@@ -165,7 +165,7 @@ class NoisyUCB(GPMethod):
             v = f(index)
         final_mech = Gaussian.from_noise_multiplier(nm_final, sensitivity=self.score_sensitivity,
                                                     random_state=source)
-        score = float(final_mech.randomise(v))
+        score = self._release_score(final_mech, v)
         post = engine.posterior
         return Release(
             method=self.name, params=candidates[index], index=index, score=score, events=tuple(charged),

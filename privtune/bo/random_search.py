@@ -184,7 +184,7 @@ class RandomSearch(ReleaseMethod):
         k = em.select(np.asarray(scores))
         index = int(order[k])
         lap = Laplace(epsilon=eps_sc, sensitivity=self.score_sensitivity, random_state=source)
-        score = float(lap.randomise(scores[k]))
+        score = self._release_score(lap, scores[k])
         return Release(
             method=self.name, params=candidates[index], index=index, score=score, events=events, spent=spent,
             guarantee="unconditional",
@@ -203,7 +203,7 @@ class RandomSearch(ReleaseMethod):
         raw = f.batch(picks)
         best_i, best_noisy = None, -math.inf
         for i, v in zip(picks, raw, strict=True):
-            noisy = float(lap.randomise(v))
+            noisy = self._release_score(lap, v)
             if noisy > best_noisy:
                 best_i, best_noisy = int(i), noisy
         return Release(

@@ -439,3 +439,34 @@ def test_balanced_accuracy_class_count_never_reads_validation_labels():
     y3 = np.where(X[:, 1] > 0.5, 2, y)
     apart = search(X_val=X[200:], y_val=y3[200:], Xt=X[:200], yt=y3[:200])
     assert apart.score_sensitivity_ == pytest.approx(2 / (3 * 10))
+
+
+@pytest.mark.filterwarnings("ignore::privtune.exceptions.LowUtilityWarning")
+def test_score_bounds_far_from_zero_never_make_the_release_refuse():
+    """The exact Laplace sampler refuses |value| / grid >= 2**51. A score released as is, with declared bounds far
+    from 0, crossed that line or not depending on the private score (a refusal after the charge that one
+    validation row could flip). Scores are released from the bounds' public midpoint: both sides run."""
+    from privtune.bo import make_method
+    from privtune.mechanisms import Laplace
+    from privtune.space import candidate_set
+
+    m = 20
+    rng = np.random.default_rng(0)
+    X, Xv = rng.normal(size=(200, 2)), rng.normal(size=(m, 2))
+    y, yv = (X[:, 0] > 0).astype(int), (Xv[:, 0] > 0).astype(int)
+    space = {"C": Real(0.01, 10, log=True)}
+    method = make_method("random", epsilon=1.0, delta=1e-6, n_iter=5, score_bounds=(0, 1), score_sensitivity=1 / m)
+    eps_score = [e.epsilon for e, _ in method.plan(candidate_set(SearchSpace(space), 16,
+                                                                 random_state=np.random.default_rng(0)))][1]
+    threshold = 2**51 * Laplace(epsilon=eps_score, sensitivity=1 / m, random_state=0).grid_spacing()
+    low = threshold - 0.5  # an accuracy above 0.5 used to cross the line, one below did not
+
+    def run(y_val):
+        s = PrivateSearchCV(LogisticRegression(), space, method="random", epsilon=1.0, n_iter=5, n_candidates=16,
+                            scoring=lambda est, X, y: low + float(np.mean(est.predict(X) == y)),
+                            score_bounds=(low, low + 1.0), random_state=0)
+        return s.fit(X, y, X_val=Xv, y_val=y_val)
+
+    good, bad = run(yv), run(1 - yv)
+    assert len(good.ledger_) == len(bad.ledger_) == 2
+    assert np.isfinite(good.best_score_) and np.isfinite(bad.best_score_)
