@@ -272,7 +272,8 @@ default="perturb-objective"
         y_c = np.clip(y, ylo, yhi)  # the clipping is part of the mechanism (declared range)
         b = np.concatenate([-y_c, y_c])
         if self.method == "perturb-objective":
-            res = pwa_perturb_objective(A, b, offset_bound=offset_bound, n_changed=2, **common)
+            res = pwa_perturb_objective(A, b, offset_bound=offset_bound, n_changed=2,
+                                        max_abs_offset=max(abs(ylo), abs(yhi)), **common)
         elif self.method == "perturb-solution":
             res = pwa_perturb_solution(A, b, **common)
         elif self.method == "exponential":

@@ -59,6 +59,7 @@ import numpy as np
 from privtune.accounting.events import EpsilonDeltaEvent, ExponentialEvent, LaplaceEvent, SelfComposedEvent
 from privtune.exceptions import InvalidParameterError
 from privtune.mechanisms import Exponential, Laplace
+from privtune.mechanisms._grid import MAX_GRID_INDEX
 from privtune.optim.piecewise_core import (
     PiecewiseResult,
     _Problem,
@@ -103,9 +104,26 @@ def _result(x: np.ndarray, method: str, events: tuple, seeded: bool, history: di
 
 
 # ----------------------------------------------------------------------------- M_P
+def _check_grid_range(mech: Laplace, magnitude: float, size: int, what: str, owner: str) -> None:
+    """Refuse, before the charge, a release whose public magnitude bound is too large for the exact grid.
+
+    The exact Laplace sampler refuses a value with ``|value| / g >= 2**51``
+    (``g`` its grid spacing). Checked on the value itself, after the charge,
+    that refusal would depend on the private value (DESIGN rule 7); checked
+    here on a public bound of ``|value|``, it depends on declarations only.
+    """
+    g = mech.grid_spacing(size)
+    if not magnitude / g < MAX_GRID_INDEX:
+        raise InvalidParameterError(
+            f"{owner}: the declared range of {what} is too far from 0 for the exact noise grid (|{what}| / grid "
+            f"spacing must stay below 2**51; bound {magnitude:.6g}, spacing {g:.6g}). Shift the problem towards 0 "
+            "(e.g. centre the targets on a public value). Nothing was spent.")
+
+
 def pwa_perturb_objective(A: Any, b: Any, *, bounds: Any, epsilon: float, offset_bound: float,
                           n_changed: int | None = None, accountant: Any = None,
-                          random_state: Any = None, relation: str = "offsets_linf") -> PiecewiseResult:
+                          random_state: Any = None, relation: str = "offsets_linf",
+                          max_abs_offset: float | None = None) -> PiecewiseResult:
     r"""M_P: perturb the offsets with Laplace noise, then solve the LP exactly.
 
     Releases ``argmin_{x in P} max_i (a_i . x + b_i + w_i)`` with ``w`` i.i.d.
@@ -130,6 +148,12 @@ def pwa_perturb_objective(A: Any, b: Any, *, bounds: Any, epsilon: float, offset
         Charged (checked, then spent) before ``b`` is read.
     random_state : None, int, Generator or RandomSource, default=None
         ``None`` is cryptographically secure; an int is reproducible and **not for release**.
+    max_abs_offset : float in (0, inf) or None, default=None
+        A public bound on every ``|b_i|`` (e.g. from a declared target range).
+        When given, a range too far from 0 for the exact noise grid is refused
+        before the charge, from the bound alone; without it the sampler checks
+        the offsets themselves after the charge (a refusal that can depend on
+        them). :class:`~privtune.linear_model.DPChebyshevRegressor` passes it.
 
     Returns
     -------
@@ -167,6 +191,9 @@ def pwa_perturb_objective(A: Any, b: Any, *, bounds: Any, epsilon: float, offset
     k = check_n_changed(n_changed, prob.m, owner)
     sensitivity = k * prob.offset_bound
     mech = Laplace(epsilon=prob.epsilon, sensitivity=sensitivity, random_state=check_random_state(random_state))
+    if max_abs_offset is not None:
+        _check_grid_range(mech, check_real(max_abs_offset, "max_abs_offset", low=0.0, owner=owner), prob.m,
+                          "b", owner)
     event = LaplaceEvent(epsilon=prob.epsilon, relation=check_relation(relation, owner),
                          label=f"{owner}: Laplace on b, L1 sensitivity "
                          f"{k} x offset_bound")
@@ -227,6 +254,9 @@ def pwa_perturb_solution(A: Any, b: Any, *, bounds: Any, epsilon: float,
     if not isinstance(project, (bool, np.bool_)):
         raise InvalidParameterError(f"The 'project' parameter of {owner} must be a bool. Got {project!r} instead.")
     mech = Laplace(epsilon=prob.epsilon, sensitivity=sens, random_state=check_random_state(random_state))
+    # x_opt lies in the public box: its range is checked against the exact grid before the charge
+    _check_grid_range(mech, float(np.max(np.maximum(np.abs(prob.lo), np.abs(prob.hi)))), int(prob.lo.size),
+                      "the box", owner)
     event = LaplaceEvent(epsilon=prob.epsilon, relation=check_relation(relation, owner),
                          label=f"{owner}: Laplace on the LP solution")
     charge(accountant, (event,), phase=_PHASE, owner=owner)

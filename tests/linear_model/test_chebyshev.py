@@ -192,3 +192,25 @@ def test_unseeded_fits_differ_and_are_marked_secure():
     fits = [DPChebyshevRegressor(epsilon=0.01).fit(X, y) for _ in range(10)]
     assert not any(f.seeded_ for f in fits)
     assert len({(tuple(f.coef_), float(f.intercept_)) for f in fits}) > 1
+
+
+@pytest.mark.parametrize("method", ["perturb-objective", "perturb-solution"])
+def test_a_range_too_far_from_zero_for_the_exact_grid_is_refused_before_the_charge(method):
+    """The exact Laplace sampler refuses |value| / grid >= 2**51. Checked on the noisy value, after the charge,
+    that refusal depended on the private targets (one side of the line or the other); it is now decided from
+    the declared target range / box before anything is spent, whatever the targets."""
+    from privtune.accounting import Accountant, Budget
+    from privtune.exceptions import InvalidParameterError
+    from privtune.mechanisms import Laplace
+
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    far = 2.0**51 * Laplace(epsilon=1.0, sensitivity=2.0, random_state=0).grid_spacing(60)
+    if method == "perturb-objective":
+        kw = dict(target_bound=(far - 0.5, far + 0.5))
+    else:
+        kw = dict(bounds=(1e15, 1e15 + 1.0), fit_intercept=False)  # the solution lies in this box
+    for y in (np.full(30, far - 0.4), np.full(30, far + 0.4)):
+        acc = Accountant(Budget(10.0, 0.0))
+        with pytest.raises(InvalidParameterError, match="too far from 0 for the exact noise grid"):
+            DPChebyshevRegressor(method=method, epsilon=1.0, accountant=acc, random_state=0, **kw).fit(X, y)
+        assert len(acc.entries) == 0
