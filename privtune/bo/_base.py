@@ -10,6 +10,7 @@ from privtune.bo._common import ROLE, ChargedObjective, check_objective
 from privtune.bo.journal import Journal
 from privtune.bo.release import IterationRecord, Release
 from privtune.exceptions import InvalidParameterError
+from privtune.mechanisms._grid import MAX_GRID_INDEX
 from privtune.space import CandidateSet
 from privtune.utils._random import RandomSource, check_random_state
 from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
@@ -17,6 +18,18 @@ from privtune.utils._validation import check_delta, check_epsilon, check_integer
 __all__ = ["ReleaseMethod", "Callback"]
 
 Callback = Callable[[IterationRecord], Any]
+
+
+def randomise_on_grid(mech: Any, value: float) -> float:
+    """``mech.randomise`` of ``value`` clipped to the range the exact sampler accepts (``|value| / g < 2**51``).
+
+    The clip is a 1-Lipschitz map of the value, so the mechanism's sensitivity
+    and guarantee are unchanged; it only removes a refusal that would come
+    after the charge and depend on the private value (DESIGN rule 7). Reached
+    only when a declared sensitivity is minute against the value's range.
+    """
+    limit = (MAX_GRID_INDEX - 1.0) * mech.grid_spacing()
+    return float(mech.randomise(min(max(float(value), -limit), limit)))
 
 
 class ReleaseMethod:
@@ -169,9 +182,13 @@ class ReleaseMethod:
         (``|value - mid| <= half_range`` for a clipped score), so the sampler's
         range check (``|value| / grid < 2**51``) cannot refuse a score whose
         declared bounds lie far from 0 -- a refusal after the charge that would
-        depend on the private score (DESIGN rule 7).
+        depend on the private score (DESIGN rule 7). When the declared
+        sensitivity is so small against the range that even ``half_range``
+        crosses that line, the centred value is also clipped to the grid's
+        range: a 1-Lipschitz map of the score, so the sensitivity (and the
+        guarantee) is unchanged and nothing is refused.
         """
-        return self.mid + float(mech.randomise(value - self.mid))
+        return self.mid + randomise_on_grid(mech, value - self.mid)
 
     def _to_scores(self, z: float) -> float:
         return self.mid + self.half_range * z

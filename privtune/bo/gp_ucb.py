@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from privtune.accounting import Accountant, EpsilonDeltaEvent, PrivacyEvent, compose_events
-from privtune.bo._base import Callback
+from privtune.bo._base import Callback, randomise_on_grid
 from privtune.bo._common import ChargedObjective, best_case_selection, split_budget
 from privtune.bo._gp_method import GPMethod
 from privtune.bo.constants import kusner_constants, score_utility_bound, selection_utility_bound
@@ -188,7 +188,7 @@ class GPUCB(GPMethod):
         s = consts["score"]
         sensitivity = s["laplace_scale"] * sc.epsilon  # Thm. 3's sensitivity of max_t v_t
         lap = Laplace(epsilon=sc.epsilon, sensitivity=sensitivity, random_state=source)
-        score = self._to_scores(lap.randomise(max(observed)))
+        score = self._to_scores(randomise_on_grid(lap, max(observed)))
         return self._release(candidates, index, score, plan, consts, T, lap, source)
 
     def _release(self, candidates, index, score, plan, consts, T, lap, source) -> Release:

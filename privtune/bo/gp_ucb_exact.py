@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from privtune.accounting import Accountant, EpsilonDeltaEvent, PrivacyEvent, compose_events
-from privtune.bo._base import Callback
+from privtune.bo._base import Callback, randomise_on_grid
 from privtune.bo._common import ChargedObjective, best_case_selection
 from privtune.bo.constants import beta_t, exact_score_utility_bound, kusner_exact_constants
 from privtune.bo.gp_ucb import GPUCB, GRID_HEADROOM_FACTOR
@@ -124,7 +124,7 @@ class GPUCBExact(GPUCB):
         index = em.select(engine.mean())
         lap = Laplace(epsilon=sc.epsilon, sensitivity=consts["score"]["sensitivity"], random_state=source)
         best = max(observed[1:]) if len(observed) >= 2 else observed[0]
-        score = self._to_scores(lap.randomise(best))
+        score = self._to_scores(randomise_on_grid(lap, best))
         h = self.half_range
         return Release(
             method=self.name, params=candidates[index], index=int(index), score=float(score),

@@ -470,3 +470,24 @@ def test_score_bounds_far_from_zero_never_make_the_release_refuse():
     good, bad = run(yv), run(1 - yv)
     assert len(good.ledger_) == len(bad.ledger_) == 2
     assert np.isfinite(good.best_score_) and np.isfinite(bad.best_score_)
+
+
+@pytest.mark.filterwarnings("ignore::privtune.exceptions.LowUtilityWarning")
+@pytest.mark.parametrize("method", ["random", "noisy-ucb", "gp-ucb"])
+def test_a_minute_sensitivity_never_makes_the_release_refuse(method):
+    """With a declared sensitivity minute against the score range, even a centred score can cross the exact
+    sampler's 2**51 grid limit; whether it did depended on the private score. The value is clipped to the grid's
+    range (1-Lipschitz: same sensitivity) instead: half-correct and fully correct labels both complete."""
+    m = 20
+    rng = np.random.default_rng(0)
+    X, Xv = rng.normal(size=(200, 2)), rng.normal(size=(m, 2))
+    y, yv = (X[:, 0] > 0).astype(int), (Xv[:, 0] > 0).astype(int)
+    pred = LogisticRegression().fit(X, y).predict(Xv)
+    half = np.where(np.arange(m) % 2 == 0, pred, 1 - pred)
+    kw = dict(method=method, epsilon=1.0, n_iter=4, n_candidates=8, score_bounds=(0.0, 1.0),
+              score_sensitivity=2e-13, random_state=0,
+              scoring=lambda est, X, y: float(np.mean(est.predict(X) == y)))
+    runs = [PrivateSearchCV(LogisticRegression(), {"C": Real(0.01, 10, log=True)}, **kw).fit(X, y, X_val=Xv,
+                                                                                              y_val=labels)
+            for labels in (half, yv)]
+    assert all(np.isfinite(r.best_score_) for r in runs) and len(runs[0].ledger_) == len(runs[1].ledger_)
