@@ -217,3 +217,32 @@ def test_chebyshev_targets_that_are_not_numbers_are_mapped_not_refused():
     b = DPChebyshevRegressor(epsilon=1.0, random_state=0).fit(X, y_nan)
     assert len(acc.entries) == 1
     np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
+@pytest.mark.parametrize("cell", [1j, np.complex128(0.1 + 0.2j), [0.1, 0.2], SENTINEL_STR],
+                         ids=["complex", "np-complex", "sequence", "string"])
+def test_any_odd_cell_counts_as_nan_in_a_dp_fit_and_as_a_wrong_row_in_validation(unit_rows, cell):
+    """Whatever one entry is (a string, a complex number, a nested sequence), a DP fit reads it as NaN -- the same
+    model as with a NaN there, charged once -- and the search scores that validation row as wrong; no refusal, no
+    warning (each would depend on the row)."""
+    from privtune.accounting import Accountant, Budget
+    X_tr, y_tr, X_v, y_v = unit_rows
+    X_nan = X_tr[:80].copy()
+    X_nan[2, 1] = np.nan
+    ref = DPLogisticRegression(classes=[0, 1], random_state=0).fit(X_nan, y_tr[:80]).coef_
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for table in (X_tr[:80].astype(object), X_tr[:80].tolist()):
+            table[2][1] = cell
+            acc = Accountant(Budget(5.0, 1e-5))
+            got = DPLogisticRegression(classes=[0, 1], accountant=acc, random_state=0).fit(table, y_tr[:80]).coef_
+            np.testing.assert_array_equal(got, ref)
+            assert len(acc.entries) == 1
+
+    def released(X_val):
+        return PrivateSearchCV(SVC(random_state=0), {"C": Real(0.1, 10, log=True)}, n_iter=2, n_candidates=4,
+                               epsilon=1e6, random_state=0).fit(X_tr, y_tr, X_val=X_val, y_val=y_v).best_score_
+
+    odd = X_v.tolist()
+    odd[0][1] = cell
+    assert released(X_v) - 1.5 / len(y_v) < released(odd) <= released(X_v)  # one row, at most

@@ -65,7 +65,10 @@ def _numeric_table(est: Any, X: Any, owner: str, *, reset: bool, entrywise: bool
         return validate_data(est, X, dtype=np.float64, reset=reset, ensure_all_finite=False)
     except Exception as exc:  # noqa: BLE001 - scikit-learn's messages can quote values: never repeated
         text = str(exc)
-        table = _entrywise_table(X) if entrywise and ("convert" in text or "argument must be" in text) else None
+        # Without a numeric dtype of its own (a list, an object array), X is read entry by entry whatever the
+        # failure was: the failure came from some entry's value (a string, a complex number, a nested sequence).
+        own_kind = getattr(getattr(X, "dtype", None), "kind", None)
+        table = _entrywise_table(X) if entrywise and own_kind in (None, "O", "U", "S") else None
         if table is not None:  # some entry is not a number: read every entry on its own instead of refusing
             try:
                 return validate_data(est, table, dtype=np.float64, reset=reset, ensure_all_finite=False)
@@ -92,8 +95,8 @@ def _numeric_table(est: Any, X: Any, owner: str, *, reset: bool, entrywise: bool
 
 def _entrywise_table(X: Any) -> Any:
     """X with every entry converted on its own (NaN where it is not a number), column names kept; None if ragged."""
-    if getattr(getattr(X, "dtype", None), "kind", None) == "c" or hasattr(X, "tocsr"):
-        return None  # a complex dtype or a sparse matrix: structure, refused as before
+    if hasattr(X, "tocsr"):
+        return None  # a sparse matrix: structure, refused as before
     try:
         values = entrywise_float(X)
     except Exception:  # noqa: BLE001 - ragged input: its structure is refused as before

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
@@ -197,10 +198,16 @@ def keep_entry_types(values: Any) -> np.ndarray:
     The decision changes only the array's type, never an entry's meaning: the
     comparisons the scorers and estimators make are the same entry by entry.
     """
-    arr = np.asarray(values)
-    if arr.dtype.kind in "US" and getattr(values, "dtype", None) is None:
+    if getattr(values, "dtype", None) is not None:
+        return np.asarray(values)  # the caller's own dtype: public structure, kept
+    try:
+        arr = np.asarray(values)
+    except ValueError:  # a ragged cell (one entry a sequence): keep every entry as it is
+        return np.asarray(values, dtype=object)
+    if arr.dtype.kind in "USc":  # promoted to strings (one string) or to complex (one complex entry)
         obj = np.asarray(values, dtype=object)
-        if obj.shape == arr.shape and not all(isinstance(v, (str, bytes)) for v in obj.flat):
+        same_kind = str if arr.dtype.kind == "U" else bytes if arr.dtype.kind == "S" else complex
+        if obj.shape == arr.shape and not all(isinstance(v, same_kind) for v in obj.flat):
             return obj
     return arr
 
@@ -214,15 +221,20 @@ def entrywise_float(values: Any) -> np.ndarray:
     entry's failure affects that entry only (the caller then maps NaN into its
     domain). Raises only for input whose *structure* cannot be an array (ragged).
     """
-    try:
+    kind = getattr(getattr(values, "dtype", None), "kind", None)
+    if kind is not None and kind in "biuf":
         return np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError):
-        pass
-    obj = np.asarray(values, dtype=object)
-    out = np.full(obj.shape, np.nan)
-    for idx, v in np.ndenumerate(obj):
+    with warnings.catch_warnings():  # a complex entry must not warn (a warning would depend on it): it is NaN
+        warnings.simplefilter("error", np.exceptions.ComplexWarning)
         try:
-            out[idx] = float(v)
-        except (TypeError, ValueError, OverflowError):
-            pass  # stays NaN
+            return np.asarray(values, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError, np.exceptions.ComplexWarning):
+            pass
+        obj = np.asarray(values, dtype=object)  # ragged rows keep a shorter shape: the caller refuses it by shape
+        out = np.full(obj.shape, np.nan)
+        for idx, v in np.ndenumerate(obj):
+            try:
+                out[idx] = float(v)
+            except (TypeError, ValueError, OverflowError, np.exceptions.ComplexWarning):
+                pass  # stays NaN
     return out
