@@ -30,7 +30,7 @@ import numpy as np
 
 from privtune.exceptions import InvalidParameterError
 from privtune.optim._losses import MarginLoss, clip_rows, get_loss, map_into_domain
-from privtune.utils._validation import check_integer, check_real
+from privtune.utils._validation import check_integer, check_real, entrywise_float
 
 
 # ----------------------------------------------------------------------------- the objective protocol
@@ -121,6 +121,9 @@ class MarginObjective:
     def __init__(self, X: Any, y: Any, loss: str = "logistic", *, smoothing: float = 0.5,
                  data_norm: float | None = None) -> None:
         owner = "MarginObjective"
+        if hasattr(X, "tocsr") or getattr(getattr(X, "dtype", None), "kind", None) == "c":
+            raise InvalidParameterError(f"The 'X' parameter of {owner} must be a dense array of real numbers "
+                                        "(sparse or complex input is not supported).")
         shape = getattr(X, "shape", None)
         if shape is None:
             shape = np.shape(X)
@@ -129,7 +132,10 @@ class MarginObjective:
                                         f"{tuple(shape)}.")
         self.n_samples = int(shape[0])
         self.n_params = int(shape[1])
-        y_shape = np.shape(y)  # public: one label per row
+        try:  # public: one label per row
+            y_shape = np.asarray(y, dtype=object).shape if getattr(y, "shape", None) is None else tuple(y.shape)
+        except Exception:  # noqa: BLE001 - a structure numpy cannot even hold
+            y_shape = ()
         if len(y_shape) != 1 or y_shape[0] != self.n_samples:
             raise InvalidParameterError(f"The 'y' parameter of {owner} must be 1-D with one label per row of X "
                                         f"({self.n_samples}); got shape {tuple(y_shape)}.")
@@ -161,11 +167,11 @@ class MarginObjective:
         if self._U is not None:
             return
         owner = "MarginObjective"
-        try:
-            U = np.array(self._X, dtype=np.float64)
-            z = np.array(self._y, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise InvalidParameterError(f"'X' and 'y' passed to {owner} must be arrays of real numbers.") from None
+        try:  # entry by entry where there is no numeric dtype: an entry that is not a number becomes NaN
+            U = np.array(entrywise_float(self._X), dtype=np.float64)
+            z = np.array(entrywise_float(self._y), dtype=np.float64)
+        except (TypeError, ValueError):  # a structure numpy cannot hold (ragged nesting)
+            raise InvalidParameterError(f"'X' and 'y' passed to {owner} must be rectangular arrays.") from None
         if U.shape != (self.n_samples, self.n_params):
             raise InvalidParameterError(f"The 'X' parameter of {owner} changed shape while being read.")
         if z.ndim != 1 or z.shape[0] != self.n_samples:

@@ -74,6 +74,7 @@ from privtune.optim._accelerated_plan import _make_plan, _Plan
 from privtune.optim._accelerated_plan import gaussian_run_multiplier as gaussian_run_multiplier  # re-exported
 from privtune.optim._losses import ClippedRows, clip_rows, map_into_domain
 from privtune.optim._result import DPOptimizeResult
+from privtune.utils._validation import entrywise_float
 
 __all__ = [
     "dp_accelerated",
@@ -93,7 +94,16 @@ _ALLOW_NOISELESS = False
 
 # ----------------------------------------------------------------------------- validation
 def _public_shape(X: Any, owner: str) -> tuple[int, int]:
-    """``(n, d)`` read from ``X.shape`` (public under replace-one) without reading any value."""
+    """``(n, d)`` read from ``X.shape`` (public under replace-one) without reading any value.
+
+    Also refuses what the *type* of ``X`` says (public): a sparse matrix or a
+    complex dtype. Everything about the values is left to after the charge.
+    """
+    if hasattr(X, "tocsr"):
+        raise InvalidParameterError(f"The 'X' parameter of {owner} must be a dense array (sparse input is not "
+                                    "supported; use X.toarray()).")
+    if getattr(getattr(X, "dtype", None), "kind", None) == "c":
+        raise InvalidParameterError(f"The 'X' parameter of {owner} has a complex dtype; real numbers are needed.")
     shape = getattr(X, "shape", None)
     if shape is None:
         shape = np.shape(X)
@@ -108,7 +118,10 @@ def _public_shape(X: Any, owner: str) -> tuple[int, int]:
 
 def _check_label_shape(y: Any, n: int, owner: str) -> None:
     """Refuse ``y`` unless it is 1-D with one label per row (its shape is public; no value is released)."""
-    shape = np.shape(y)
+    try:
+        shape = np.asarray(y, dtype=object).shape if getattr(y, "shape", None) is None else tuple(y.shape)
+    except Exception:  # noqa: BLE001 - a structure numpy cannot even hold
+        shape = ()
     if len(shape) != 1 or shape[0] != n:
         raise InvalidParameterError(
             f"The 'y' parameter of {owner} must be 1-D with one label per row of X ({n}); got shape {shape}.")
@@ -117,16 +130,18 @@ def _check_label_shape(y: Any, n: int, owner: str) -> None:
 def _read_data(X: Any, y: Any, n: int, d: int, owner: str) -> tuple[np.ndarray, np.ndarray]:
     """``X`` (float32 kept as is, see :func:`~privtune.optim._losses.compact_rows`) and ``y``, mapped into the domain.
 
-    Refuses only what is public: a dtype that is not real numbers, or shapes
-    that changed while being read. Values are mapped, never refused
-    (:func:`map_into_domain`).
+    Values are read entry by entry when they have no numeric dtype of their
+    own (:func:`~privtune.utils._validation.entrywise_float`: an entry that is
+    not a real number, label or feature, becomes NaN) and then mapped, never
+    refused (:func:`map_into_domain`). Only a structure that changed while
+    being read (a ragged list) is refused.
     """
+    single = getattr(X, "dtype", None) == np.float32
     try:
-        single = getattr(X, "dtype", None) == np.float32
-        U = X if isinstance(X, ClippedRows) else np.asarray(X, dtype=np.float32 if single else np.float64)
-        z = np.asarray(y, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InvalidParameterError(f"'X' and 'y' passed to {owner} must be arrays of real numbers.") from None
+        U = X if isinstance(X, ClippedRows) else np.asarray(X, dtype=np.float32) if single else entrywise_float(X)
+        z = entrywise_float(y)
+    except (TypeError, ValueError):  # a structure numpy cannot hold (ragged nesting)
+        raise InvalidParameterError(f"'X' and 'y' passed to {owner} must be rectangular arrays.") from None
     if U.shape != (n, d) or z.shape != (n,):
         raise InvalidParameterError(f"'X' or 'y' passed to {owner} changed shape while being read.")
     if isinstance(U, ClippedRows):  # finite by construction; only the labels can need mapping

@@ -480,9 +480,9 @@ def dp_blsgd(
     fixed in advance (zCDP filter for the full batch with the Laplace search,
     else a Renyi filter at one order ``a*``), as a ``RenyiEvent``; fixed mode
     charges the composed curve of its schedule. The charge is made once, after
-    ``accountant.check`` while only the objective's public sizes were read, then
-    the data validation, before the first data access. Deviations from the paper
-    and the full argument: module docstring.
+    ``accountant.check`` while only the objective's public sizes were read and
+    before the objective's ``validate()`` reads any value (write-ahead).
+    Deviations from the paper and the full argument: module docstring.
 
     Examples
     --------

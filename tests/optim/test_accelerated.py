@@ -604,3 +604,39 @@ def test_noiseless_clipped_logistic_matches_scipy(noiseless):
     np.testing.assert_allclose(res.x, ref.x, atol=1e-5)
     plain = noiseless(X, y, solver="nag", epsilon=1.0, alpha=alpha, data_norm=1.0, n_iter=3000)
     assert np.abs(plain.x - res.x).max() > 1e-3  # a different objective
+
+
+def test_list_inputs_with_an_odd_entry_are_read_entry_by_entry():
+    """A string label or cell in a list is one entry that is not a number: it counts as NaN (the row's label ->
+    zero row, the cell -> 0), exactly like the arrays mapped by hand; charged once, never refused."""
+    X, y = _data(5, n=100, d=3)
+    X_list, y_list = X.tolist(), y.tolist()
+    X_list[4][1], y_list[7] = "oops", "x"
+    ref_X, ref_y = X.copy(), y.copy()
+    ref_X[4, 1] = 0.0
+    ref_X[7], ref_y[7] = 0.0, 1.0
+    acc = Accountant(Budget(10.0, 0.0))
+    got = dp_gradient_descent(X_list, y_list, epsilon=1.0, alpha=0.1, data_norm=1.0, n_iter=5, accountant=acc,
+                              random_state=1)
+    ref = dp_gradient_descent(ref_X, ref_y, epsilon=1.0, alpha=0.1, data_norm=1.0, n_iter=5, random_state=1)
+    assert len(acc.entries) == 1
+    np.testing.assert_array_equal(got.x, ref.x)
+
+
+def test_public_type_defects_are_refused_before_the_charge():
+    from scipy import sparse
+
+    X, y = _data(5, n=100, d=3)
+    acc = Accountant(Budget(10.0, 0.0))
+    kw = dict(epsilon=1.0, alpha=0.1, data_norm=1.0, n_iter=5, accountant=acc)
+    with pytest.raises(InvalidParameterError, match="sparse"):
+        dp_gradient_descent(sparse.csr_matrix(X), y, **kw)
+    with pytest.raises(InvalidParameterError, match="complex"):
+        dp_gradient_descent(X.astype(complex), y, **kw)
+    assert len(acc.entries) == 0
+    with pytest.raises(InvalidParameterError, match="one label per row"):
+        dp_gradient_descent(X, [[1.0, -1.0]] * 100, **kw)  # 2-D labels: a shape, public
+    assert len(acc.entries) == 0
+    nested = [1.0, -1.0, [1.0]] + list(y[3:])  # one label is a sequence: an entry that is not a number
+    dp_gradient_descent(X, nested, **kw)
+    assert len(acc.entries) == 1
