@@ -143,12 +143,14 @@ def _plan_error(exc: Exception) -> CLIError:
     return CLIError(f"{key}: {msg}")
 
 
-def _plan(search: Any, n_validation: int, n_classes: int) -> dict[str, Any]:
+def _plan(search: Any, n_validation: int, n_classes: int, *, split: bool) -> dict[str, Any]:
     from privtune.exceptions import PrivtuneError
 
     try:
-        # With sensitive training rows the search uses the estimator's declared label set, never the data's classes.
-        k = n_classes if search.sensitive == "validation" else None
+        # The search counts classes on public training labels only when they come apart from the validation rows
+        # (a validation file); with sensitive training rows, or a split of one table, it uses the estimator's
+        # declared label set, else K = 2 -- the same figure here, so that `budget` matches `tune`.
+        k = n_classes if search.sensitive == "validation" and not split else None
         return search.privacy_plan(n_validation, n_classes=k)
     except PrivtuneError as exc:
         raise _plan_error(exc) from None
@@ -197,7 +199,8 @@ def _tune(args: argparse.Namespace) -> int:
         raise CLIError(f"data.n_validation: declared {cfg.data.n_validation}, but the configured data give a "
                        f"validation set of {m} rows")
     search = cfg.make_search(verbose=0 if args.quiet else 1)
-    plan = _plan(search, m, cfg.data.n_classes or 2)  # refuses an unaffordable plan before any storage exists
+    # refuses an unaffordable plan before any storage exists
+    plan = _plan(search, m, cfg.data.n_classes or 2, split=cfg.data.validation is None)
 
     st = cfg.storage
     before = 0
@@ -274,12 +277,12 @@ def _budget(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     m, k, source = public_sizes(cfg.data)
     search = cfg.make_search(storage=False)
-    plan = _plan(search, m, k)
+    plan = _plan(search, m, k, split=cfg.data.validation is None)
     if args.json:
         out = {"method": plan["method"], "guarantee": plan["guarantee"],
                "phases": {p: b.to_dict() for p, b in plan["phases"].items()}, "total": plan["total"].to_dict(),
                "budget": {"epsilon": cfg.search.epsilon, "delta": cfg.search.delta},
-               "n_validation": m, "n_classes": k, "score_sensitivity": plan["score_sensitivity"],
+               "n_validation": m, "n_classes": plan["n_classes"], "score_sensitivity": plan["score_sensitivity"],
                "noise": dict(plan["noise"]), "n_candidates": plan["n_candidates"],
                "n_candidates_exact": plan["n_candidates_exact"], "warnings": list(plan["warnings"]),
                "training_phases": {p: b.to_dict() for p, b in plan["training_phases"].items()},
@@ -292,7 +295,7 @@ def _budget(args: argparse.Namespace) -> int:
         f"privtune budget -- {cfg.path.name}: method {plan['method']}, {cfg.search.n_iter} evaluations over "
         f"{plan['n_candidates']} candidates"
         + ("" if plan["n_candidates_exact"] else " (after de-duplication in one draw; an unseeded run's count varies)"),
-        f"  validation size m = {m} ({source}); classes = {k}; no data values were read",
+        f"  validation size m = {m} ({source}); classes = {plan['n_classes']}; no data values were read",
         f"  score: {cfg.search.scoring}, sensitivity {plan['score_sensitivity']:.6g} per replaced row",
         "  planned spend per phase:",
         *_budget_lines(plan["phases"], plan["total"]),

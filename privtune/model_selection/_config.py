@@ -160,7 +160,8 @@ class _SearchConfigMixin:
             The (public) number of classes K in balanced accuracy's sensitivity.
             ``None``: the estimator's declared label set when it has one, else 2
             (the most conservative). ``fit`` uses the classes of the public
-            training labels when training data is public.
+            training labels when they are passed apart from the validation rows
+            (``X_val``), and ``None``'s rule with ``validation_size`` or ``cv``.
 
         Returns
         -------
@@ -170,7 +171,7 @@ class _SearchConfigMixin:
             ``training_total`` (the training role's fits, refit included; empty /
             ``None`` when training data is public), ``overall`` (the maximum over
             the disjoint roles, or their composition with ``cv``),
-            ``score_sensitivity``, ``noise`` (score units), ``n_candidates``
+            ``score_sensitivity``, ``n_classes`` (the K it used), ``noise`` (score units), ``n_candidates``
             and ``warnings`` (plain sentences when a release would carry almost
             no information at this budget: a selection close to a random pick,
             or noise that dwarfs the score range; ``fit`` issues them as
@@ -221,7 +222,7 @@ class _SearchConfigMixin:
         return {"method": method.name, "guarantee": method.guarantee,
                 "phases": {ph: compose_events(evs, delta=budget.delta) for ph, evs in phases.items()},
                 "total": total, "training_phases": train_phases, "training_total": train_total,
-                "overall": overall, "score_sensitivity": sensitivity,
+                "overall": overall, "score_sensitivity": sensitivity, "n_classes": n_cls,
                 "noise": method.noise_scales(candidates), "n_candidates": len(candidates),
                 "warnings": utility_warnings(method.noise_scales(candidates), scorer.bounds),
                 "n_candidates_exact": bool(isinstance(self.random_state, (int, np.integer)) or not any(

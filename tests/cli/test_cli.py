@@ -446,3 +446,35 @@ def test_privtune_warnings_print_as_one_plain_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "privtune: warning: PrivateSearchCV: the selection is close to a random pick" in err
     assert "LowUtilityWarning" not in err and ".py:" not in err  # not Python's file:line format
+
+
+def test_budget_and_tune_use_the_same_class_count(tmp_path, capsys):
+    """balanced_accuracy's K: with a split of one table `tune` cannot count classes (the validation labels are
+    still in y), so `budget` must not count them either (it printed K = 3 for wine while tune used 2)."""
+    from privtune.config import load_data
+
+    path = write_config(tmp_path, """
+        [estimator]
+        class = "sklearn.svm.SVC"
+        params = { random_state = 0 }
+        [search_space]
+        C = { type = "real", low = 0.1, high = 10.0, log = true }
+        [data]
+        bundled = "wine"
+        validation_size = 0.3
+        [search]
+        method = "random"
+        epsilon = 1.0
+        n_iter = 3
+        n_candidates = 8
+        scoring = "balanced_accuracy"
+        min_class_size = 5
+        random_state = 0
+        """)
+    assert main(["budget", str(path), "--json"]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    cfg = load_config(path)
+    X, y, _, _ = load_data(cfg.data)
+    search = cfg.make_search(storage=False).fit(X, y)
+    assert planned["score_sensitivity"] == search.score_sensitivity_ == pytest.approx(2 / (2 * 5))
+    assert planned["n_classes"] == 2
