@@ -14,12 +14,21 @@ from privtune.utils._validation import entrywise_float, keep_entry_types
 
 
 # -- data ---------------------------------------------------------------------------------------------
+def _csv_lines(path: Path) -> list[bytes]:
+    """The file's physical lines (``\r\n`` or ``\n``), without their line ends."""
+    return [line[:-1] if line.endswith(b"\r") else line for line in path.read_bytes().split(b"\n")]
+
+
 def _count_csv_rows(path: Path) -> int:
-    """Number of data rows (records after the header), without interpreting any value."""
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.reader(fh)
-        next(reader, None)
-        return sum(1 for row in reader if row)
+    """Number of data rows: the non-empty physical lines after the header, without interpreting any value.
+
+    Physical lines, not CSV records: in a file of sensitive rows one record's
+    content (a stray quote) must not merge later records into it, which would
+    make the row count -- the public ``m`` -- depend on a value. Files whose rows
+    are sensitive are read line by line the same way (:func:`_read_csv`).
+    """
+    lines = _csv_lines(path)
+    return sum(1 for line in lines[1:] if line)
 
 
 def _count_rows(path: Path) -> int:
@@ -103,11 +112,18 @@ def _read_csv(path: Path, key: str, target: str, columns: tuple[str, ...] | None
     file holds sensitive rows and nothing is refused for its values (DESIGN rule 7): a feature cell that is not a
     number becomes NaN (the estimators and the search's row isolation map it), an empty target is kept as an
     empty label, a record with the wrong number of fields (an unquoted comma in a value, say) becomes all-NaN
-    features with an empty label, and no message names a line or a column of a value."""
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.reader(fh)
-        header = next(reader, None) or []
-        rows = [r for r in reader if r]
+    features with an empty label, every physical line is one record (a stray quote cannot merge records, so the row
+    count stays the public one), bytes that are not UTF-8 are replaced, and no message names a line or a column of a
+    value."""
+    if strict:  # a public file: CSV records (quoted fields may span lines), UTF-8 required
+        with open(path, newline="", encoding="utf-8") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None) or []
+            rows = [r for r in reader if r]
+    else:  # sensitive rows: one physical line is one record, whatever a value holds (quotes, bad bytes)
+        lines = [line.decode("utf-8", errors="replace") for line in _csv_lines(path)]
+        header = next(csv.reader(lines[:1]), []) if lines else []
+        rows = [next(csv.reader([line]), [""]) for line in lines[1:] if line]
     feats = list(columns) if columns else [c for c in header if c != target]
     idx = {c: i for i, c in enumerate(header)}
     problems = [(f"data.{key}", f"{str(path)!r} has no column {c!r}") for c in [target, *feats] if c not in idx]
@@ -157,6 +173,10 @@ def _read_parquet(path: Path, key: str, target: str, columns: tuple[str, ...] | 
         if strict:
             raise ConfigError([(f"data.{key}", f"{str(path)!r}: features must be numeric")]) from None
         X = entrywise_float(df[feats].to_numpy(dtype=object))  # sensitive rows: NaN where not a number
+    if strict and not np.all(np.isfinite(X)):  # a public file: as for CSV
+        raise ConfigError([(f"data.{key}", f"{str(path)!r}: features must be finite numbers (no NaN/inf)")])
+    if strict and bool(df[target].isna().any()):
+        raise ConfigError([(f"data.{key}", f"{str(path)!r}: the target column {target!r} has empty values")])
     return X, keep_entry_types(df[target].to_numpy()), feats
 
 

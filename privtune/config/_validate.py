@@ -170,8 +170,11 @@ def _search_space_section(raw: Mapping[str, Any], est: Any, problems: list[tuple
 
 
 def _csv_header(path: Path) -> list[str] | None:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return next(csv.reader(fh), None)
+    """The header row: the first physical line only, decoded on its own (no byte of a data row is read)."""
+    with open(path, "rb") as fh:
+        first = fh.readline()
+    line = first.rstrip(b"\n").rstrip(b"\r").decode("utf-8")
+    return next(csv.reader([line]), None) if line else None
 
 
 def _data_section(raw: Mapping[str, Any], base: Path, problems: list[tuple[str, str]]) -> Any:

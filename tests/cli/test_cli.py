@@ -212,6 +212,17 @@ def test_sensitive_csv_rows_are_never_refused_for_their_values(tmp_path, capsys)
     (tmp_path / "valid.csv").write_text("\n".join(text) + "\n")
     X_val, y_val, _ = _read_csv(tmp_path / "valid.csv", "validation", "label", None, strict=False)
     assert np.isnan(X_val[4]).all() and y_val[4] == "" and np.isfinite(X_val[5]).all()
+    raw = (tmp_path / "valid.csv").read_bytes().split(b"\n")
+    raw[6] = raw[6].replace(b",", b',"', 1)  # a stray quote: csv records would run on to the end of the file
+    raw[8] = raw[8][:3] + b"\xff" + raw[8][4:]  # a byte that is not UTF-8
+    (tmp_path / "valid.csv").write_bytes(b"\n".join(raw))
+    X_val, y_val, _ = _read_csv(tmp_path / "valid.csv", "validation", "label", None, strict=False)
+    assert X_val.shape[0] == 20 and public_sizes(load_config(config).data)[0] == 20  # m stays the row count
+    assert np.isfinite(X_val[9]).all() and np.isnan(X_val[7]).sum() >= 1  # one record each, nothing else moves
+    (tmp_path / "csv_logistic.sqlite").unlink()  # a new study on the edited file
+    assert main(["budget", str(config)]) == 0 and main(["tune", str(config), "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert "\\xff" not in captured.out + captured.err and "position" not in captured.err
 
 
 def test_parquet_needs_pandas_and_pyarrow(tmp_path, capsys):
