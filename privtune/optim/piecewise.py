@@ -164,7 +164,9 @@ def pwa_perturb_objective(A: Any, b: Any, *, bounds: Any, epsilon: float, offset
     Raises
     ------
     InvalidParameterError
-        On bad input; nothing is spent.
+        On bad public input (``A``, the box, the constants, ``b``'s shape);
+        nothing is spent. A non-finite offset is refused only after the charge
+        (its value is the sensitive data).
     BudgetExceededError
         If the accountant refuses the charge; ``b`` is not read.
 
@@ -306,7 +308,9 @@ def pwa_exponential(A: Any, b: Any, *, bounds: Any, epsilon: float, offset_bound
     Raises
     ------
     InvalidParameterError
-        On bad input or, with ``certified_only``, an uncertifiable sampler.
+        On bad public input or, with ``certified_only``, an uncertifiable
+        sampler; nothing is spent. A non-finite offset is refused only after the
+        charge.
     BudgetExceededError
         If the accountant refuses; ``b`` is not read.
 

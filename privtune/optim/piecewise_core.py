@@ -176,11 +176,21 @@ def check_box(bounds: Any, n_features: int, owner: str, name: str = "bounds") ->
 @dataclass(frozen=True)
 class _Problem:
     A: np.ndarray
-    b: np.ndarray
+    b_raw: Any
     lo: np.ndarray
     hi: np.ndarray
     epsilon: float
     offset_bound: float
+    owner: str = "pwa"
+
+    @property
+    def b(self) -> np.ndarray:
+        """The offsets, read and checked on first use -- after the charge (the offsets are the sensitive data)."""
+        cached = self.__dict__.get("_b")
+        if cached is None:
+            cached = check_finite_array(self.b_raw, "b", owner=self.owner, ndim=1)
+            object.__setattr__(self, "_b", cached)
+        return cached
 
     @property
     def m(self) -> int:
@@ -204,17 +214,23 @@ class _Problem:
 
 
 def check_problem(A: Any, b: Any, bounds: Any, epsilon: Any, offset_bound: Any, owner: str) -> _Problem:
-    """Validate the common inputs of the seed-001 mechanisms (before any spending)."""
+    """Validate the common inputs of the seed-001 mechanisms (before any spending).
+
+    ``A``, the box and the constants are public and checked here; of the
+    sensitive offsets ``b`` only the shape is read. Their values are read (and a
+    non-finite one refused) on first use of ``_Problem.b``, which every
+    mechanism makes after its charge.
+    """
     A = check_finite_array(A, "A", owner=owner, ndim=2)
-    b = check_finite_array(b, "b", owner=owner, ndim=1)
-    if A.shape[0] != b.shape[0]:
+    b_shape = tuple(b.shape) if hasattr(b, "shape") else np.shape(b)
+    if len(b_shape) != 1 or b_shape[0] != A.shape[0]:
         raise InvalidParameterError(
-            f"The 'A' and 'b' parameters of {owner} must have the same number of rows (pieces); "
-            f"got A with {A.shape[0]} rows and b of length {b.shape[0]}.")
+            f"The 'b' parameter of {owner} must be 1-D with one offset per row (piece) of A ({A.shape[0]}); "
+            f"got shape {b_shape}.")
     lo, hi = check_box(bounds, A.shape[1], owner)
     eps = check_epsilon(epsilon, owner=owner)
     bmax = check_sensitivity(offset_bound, "offset_bound", owner=owner)
-    return _Problem(A=A, b=b, lo=lo, hi=hi, epsilon=eps, offset_bound=bmax)
+    return _Problem(A=A, b_raw=b, lo=lo, hi=hi, epsilon=eps, offset_bound=bmax, owner=owner)
 
 
 _RELATIONS = ("offsets_linf", "replace_one")

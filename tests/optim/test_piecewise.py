@@ -282,10 +282,14 @@ def test_invalid_input_refused_before_spending(kwargs, match):
 
 def test_invalid_data_refused():
     A, b = instance(14)
-    with pytest.raises(InvalidParameterError, match="NaN"):
-        pwa_subgradient(A, np.r_[b[:-1], np.nan], bounds=(-1.0, 1.0), epsilon=1.0, offset_bound=1.0)
-    with pytest.raises(InvalidParameterError, match="same number of rows"):
-        pwa_subgradient(A, b[:-1], bounds=(-1.0, 1.0), epsilon=1.0, offset_bound=1.0)
+    acc = Accountant(Budget(5.0, 0.0), relation="offsets_linf")
+    with pytest.raises(InvalidParameterError, match="NaN"):  # a value of b: refused only after the charge
+        pwa_subgradient(A, np.r_[b[:-1], np.nan], bounds=(-1.0, 1.0), epsilon=1.0, offset_bound=1.0,
+                        accountant=acc)
+    assert len(acc) == 1
+    with pytest.raises(InvalidParameterError, match="one offset per row"):  # b's shape: public, nothing spent
+        pwa_subgradient(A, b[:-1], bounds=(-1.0, 1.0), epsilon=1.0, offset_bound=1.0, accountant=acc)
+    assert len(acc) == 1
     with pytest.raises(InvalidParameterError, match="x0"):
         pwa_subgradient(A, b, bounds=(-1.0, 1.0), epsilon=1.0, offset_bound=1.0, x0=[2.0, 0.0])
     with pytest.raises(InvalidParameterError, match="output"):
