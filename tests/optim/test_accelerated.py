@@ -640,3 +640,20 @@ def test_public_type_defects_are_refused_before_the_charge():
     nested = [1.0, -1.0, [1.0]] + list(y[3:])  # one label is a sequence: an entry that is not a number
     dp_gradient_descent(X, nested, **kw)
     assert len(acc.entries) == 1
+
+
+def test_compact_rows_with_a_bad_label_are_mapped_like_any_rows():
+    """The estimators pass float32 ClippedRows (finite by construction); a label outside {-1, +1} still turns its
+    row into the zero row, with the same result as mapping the compact rows by hand."""
+    from privtune.optim._losses import compact_rows
+
+    X, y = _data(6, n=100, d=3)
+    rows, _ = compact_rows(X, math.inf, 1.0, mode="rows", owner="test")
+    bad_y = y.copy()
+    bad_y[5] = 0.0
+    ref_rows, ref_y = np.array(rows), y.copy()
+    ref_rows[5], ref_y[5] = 0.0, 1.0
+    kw = dict(epsilon=1.0, alpha=0.1, data_norm=1.0, n_iter=5, noise="gaussian", delta=1e-6, random_state=2)
+    got = dp_gradient_descent(rows, bad_y, **kw)
+    ref = dp_gradient_descent(ref_rows, ref_y, **kw)
+    np.testing.assert_array_equal(got.x, ref.x)
