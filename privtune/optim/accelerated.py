@@ -74,7 +74,7 @@ from privtune.optim._accelerated_plan import _make_plan, _Plan
 from privtune.optim._accelerated_plan import gaussian_run_multiplier as gaussian_run_multiplier  # re-exported
 from privtune.optim._losses import ClippedRows, clip_rows, map_into_domain
 from privtune.optim._result import DPOptimizeResult
-from privtune.utils._validation import entrywise_float
+from privtune.utils._validation import entrywise_float, public_shape
 
 __all__ = [
     "dp_accelerated",
@@ -118,10 +118,7 @@ def _public_shape(X: Any, owner: str) -> tuple[int, int]:
 
 def _check_label_shape(y: Any, n: int, owner: str) -> None:
     """Refuse ``y`` unless it is 1-D with one label per row (its shape is public; no value is released)."""
-    try:
-        shape = np.asarray(y, dtype=object).shape if getattr(y, "shape", None) is None else tuple(y.shape)
-    except Exception:  # noqa: BLE001 - a structure numpy cannot even hold
-        shape = ()
+    shape = public_shape(y)
     if len(shape) != 1 or shape[0] != n:
         raise InvalidParameterError(
             f"The 'y' parameter of {owner} must be 1-D with one label per row of X ({n}); got shape {shape}.")

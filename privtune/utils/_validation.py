@@ -29,6 +29,7 @@ __all__ = [
     "check_finite_array",
     "keep_entry_types",
     "entrywise_float",
+    "public_shape",
 ]
 
 
@@ -187,13 +188,30 @@ def check_finite_array(
 
 
 # ----------------------------------------------------------------------------- per-entry reading of sensitive inputs
+def public_shape(values: Any) -> tuple[int, ...]:
+    """The shape of an array-like (its structure, public under replace-one); ``()`` if numpy cannot hold it.
+
+    ``values.shape`` when it has one; else the shape of the object array of its
+    entries (no entry is converted, so no value can make this raise).
+    """
+    shape = getattr(values, "shape", None)
+    if shape is not None:
+        return tuple(shape)
+    try:
+        return np.asarray(values, dtype=object).shape
+    except Exception:  # noqa: BLE001 - a structure numpy cannot even hold
+        return ()
+
+
 def keep_entry_types(values: Any) -> np.ndarray:
     """``values`` as an array in which one entry never changes how another is read.
 
     numpy turns a whole list into strings when one entry is a string
     (``np.asarray([0, 1, "x"])`` is ``['0', '1', 'x']``), so one row would change
-    every other row's label. For a list-like whose conversion promoted
-    non-string entries to strings, an object array is returned instead (each
+    every other row's label; one complex entry likewise makes every entry
+    complex, and one nested entry makes the conversion fail. For a list-like
+    whose conversion promoted its other entries (to strings or complex numbers)
+    or failed on a nested entry, an object array is returned instead (each
     entry keeps its own value and type); everything else is ``np.asarray(values)``.
     The decision changes only the array's type, never an entry's meaning: the
     comparisons the scorers and estimators make are the same entry by entry.
