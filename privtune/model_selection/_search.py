@@ -1,7 +1,8 @@
 """PrivateSearchCV: a scikit-learn search that releases its results under differential privacy.
 
-This module holds the class and the search itself (``fit``, the training role,
-public pre-screening); its set-up before any data is read is in ``_config.py``,
+This module holds the class and the search itself (``fit``); its set-up before
+any data is read is in ``_config.py``, the training role (which DP fits are paid
+for, up front) in ``_training.py``, public pre-screening in ``_prescreen.py``,
 what it exposes afterwards in ``_results.py``, input checks in ``_inputs.py``.
 """
 
@@ -18,7 +19,7 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.model_selection._search import BaseSearchCV
 
-from privtune.accounting import Accountant, Budget, ComposedEvent
+from privtune.accounting import Accountant
 from privtune.exceptions import (
     BudgetExceededError,
     InvalidParameterError,
@@ -29,14 +30,11 @@ from privtune.exceptions import (
 from privtune.logging import get_logger
 from privtune.model_selection._config import _SearchConfigMixin
 from privtune.model_selection._inputs import _params_key
+from privtune.model_selection._prescreen import screen_on_public_rows
 from privtune.model_selection._progress import _Progress
 from privtune.model_selection._results import _SearchResultsMixin
 from privtune.model_selection._scoring import BoundedScorer
-from privtune.model_selection._training import (
-    FitTickets,
-    training_plan,
-    unaffordable_message,
-)
+from privtune.model_selection._training import FitTickets, _TrainingRoleMixin
 from privtune.model_selection._utility import utility_warnings
 from privtune.space import candidate_set
 from privtune.utils._random import check_random_state
@@ -63,7 +61,7 @@ class CandidateFitError(PrivtuneError, RuntimeError):
 _RAW_TRAJECTORY = ("gp-ucb", "gp-ucb-exact", "lipschitz")
 
 
-class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, BaseSearchCV):
+class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixin, BaseSearchCV):
     """Hyperparameter search whose results are released under differential privacy.
 
     ``PrivateSearchCV`` evaluates candidate hyperparameters of ``estimator`` on a
@@ -422,7 +420,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, BaseSearchCV):
             self._check_random_coverage(cfg, len(self.candidate_grid or ()), len(candidates))
             if cfg["method"] == "prescreen":  # public training rows only: free, and reproducible from the seeds
                 self._warn_low_utility(method, candidates, scorer)  # before the screening's first fit
-                candidates = self._prescreen(method, scorer, candidates, X_tr, y_tr, seeds, fit_params)
+                candidates = screen_on_public_rows(self.estimator, method, scorer, candidates, X_tr, y_tr, seeds,
+                                                  fit_params, n_jobs=self.n_jobs)
             if study is not None:
                 journal = study.journal()
                 accountant = Accountant(budget, ledger=study.ledger)
@@ -439,54 +438,6 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, BaseSearchCV):
         """Emit the plan's :class:`LowUtilityWarning` s (public noise scales and declared bounds only)."""
         for text in utility_warnings(method.noise_scales(candidates), scorer.bounds):
             warnings.warn(f"PrivateSearchCV: {text}", LowUtilityWarning, stacklevel=4)
-
-    def _prescreen(self, method: Any, scorer: Any, candidates: Any, X_tr: Any, y_tr: Any, seeds: list[int],
-                   fit_params: Mapping[str, Any]) -> Any:
-        """``method="prescreen"``: the candidates the private selection runs over, from public training rows only.
-
-        A data-independent random subset of ``screened`` candidates is scored by
-        k-fold cross-validation on the training rows (never the validation
-        rows), and the ``kept`` best form the candidate set of the selection
-        (ties keep candidate order). A candidate whose fit or scoring fails on
-        the training rows scores the lower bound. Everything here is a function
-        of public data and the stored seeds, so a resumed study rebuilds the
-        same set.
-        """
-        from sklearn.model_selection import KFold
-
-        from privtune.space._candidates import CandidateSet
-
-        n_screen, n_keep = method.sizes(len(candidates))
-        rng = np.random.default_rng([seeds[1], 7])
-        screened = np.sort(rng.permutation(len(candidates))[:n_screen])
-        folds = list(KFold(n_splits=method.screen_cv, shuffle=True,
-                           random_state=int(rng.integers(2**31))).split(X_tr))
-
-        def public_score(i: int) -> float:
-            scores = []
-            for tr, va in folds:
-                est = clone(self.estimator).set_params(**candidates[int(i)])
-                try:
-                    est.fit(X_tr[tr], y_tr[tr], **fit_params)
-                    v = float(scorer.score_public(est, X_tr[va], y_tr[va]))
-                except Exception:  # noqa: BLE001 - public data: a failing candidate just ranks last
-                    v = scorer.bounds[0]
-                scores.append(v if np.isfinite(v) else scorer.bounds[0])
-            return float(np.mean(scores))
-
-        if self.n_jobs in (None, 1):
-            public = [public_score(int(i)) for i in screened]
-        else:
-            from joblib import Parallel, delayed
-
-            public = list(Parallel(n_jobs=self.n_jobs)(delayed(public_score)(int(i)) for i in screened))
-        best = screened[np.argsort(-np.asarray(public), kind="stable")[:n_keep]]
-        kept = np.sort(best)
-        method.screen_info = {"screened": int(n_screen), "kept": int(n_keep), "cv_folds": int(method.screen_cv),
-                              "on": "the public training rows only (no privacy cost)"}
-        space = candidates.space
-        codes = [c[kept] for c in candidates._codes]
-        return CandidateSet._from_codes(space, codes)
 
     def _public_config(self, cfg: dict[str, Any], m: int, train_shape: tuple[int, ...]) -> dict[str, Any]:
         """What a study stores and compares on resume: public quantities only (no data, no hash of it)."""
@@ -648,49 +599,6 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, BaseSearchCV):
         _logger.info("private search done: method=%s, guarantee=%s, epsilon spent %.4g", method.name,
                      release.guarantee, self.privacy_spent_["overall"].epsilon)
         return self
-
-    def _reuses_selected_fit(self, cfg: dict[str, Any], method: Any, n_folds: int) -> bool:
-        """Whether ``best_estimator_`` is the selected candidate's own DP fit instead of a new fit (public rule).
-
-        With sensitive training rows, one split (no ``cv``) and a method whose
-        release is always one of the candidates it fitted (``random``), the
-        selected candidate's model was already fitted on exactly the training
-        rows a refit would use, with the same estimator: releasing it is
-        post-processing of outputs already paid for (every fit's DP release and
-        the private selection), so the training role pays for no refit and each
-        fit can have a larger share of the budget.
-        """
-        return (self.refit and self.sensitive != "validation" and n_folds == 1 and not cfg["stopping"]
-                and method.name == "random")
-
-    def _training_role(self, cfg: dict[str, Any], method: Any, candidates: Any, budget: Budget,
-                       n_folds: int = 1) -> tuple[Accountant | None, list[Any], FitTickets | None]:
-        """The training accountant, its whole plan (checked now, before any row is read) and the fits' tickets.
-
-        Raises
-        ------
-        BudgetExceededError
-            If the training budget cannot pay for the plan (nothing spent); the
-            message names what to change.
-        """
-        if self.sensitive == "validation":
-            return None, [], None
-        one_fit, one_budget = cfg["one_fit"], cfg["one_fit_budget"]
-        n_evals = method.max_evaluations(candidates)
-        stopping = cfg["stopping"]
-        n_fits = None if stopping else n_evals * n_folds
-        stopping_event = method.plan(candidates)[0][0] if stopping else None
-        refit_fit = self.refit and not self._reuses_selected_fit(cfg, method, n_folds)
-        plan = training_plan(one_fit, n_fits=n_fits or 0, refit=refit_fit, stopping_event=stopping_event)
-        acc = Accountant(budget)
-        if plan:
-            try:
-                acc.check(ComposedEvent(events=tuple(ev for ev, _ in plan)))
-            except BudgetExceededError as exc:
-                raise BudgetExceededError(
-                    unaffordable_message(exc, n_fits=n_fits, one_fit_budget=one_budget, budget=budget),
-                    requested=exc.requested, spent=exc.spent, ceiling=exc.ceiling) from None
-        return acc, plan, FitTickets(one_budget, n_fits)
 
     def _mapper(self, threads: bool = False) -> Callable[..., list[Any]]:
         """A joblib map; threads when fits charge a shared training accountant (processes would charge copies)."""

@@ -28,9 +28,9 @@ import math
 import threading
 from typing import Any
 
-from privtune.accounting import Accountant, Budget, PrivacyEvent, SelfComposedEvent, compose_events
+from privtune.accounting import Accountant, Budget, ComposedEvent, PrivacyEvent, SelfComposedEvent, compose_events
 from privtune.base import PrivacyTags, get_privacy_tags
-from privtune.exceptions import InvalidParameterError, PrivtuneError
+from privtune.exceptions import BudgetExceededError, InvalidParameterError, PrivtuneError
 
 __all__ = ["PrepaidFitAccountant", "FitTickets", "check_training_estimator", "per_fit_event", "training_plan"]
 
@@ -173,3 +173,50 @@ def unaffordable_message(exc: Exception, *, n_fits: int | None, one_fit_budget: 
 
 def is_finite_budget(budget: Budget) -> bool:
     return math.isfinite(budget.epsilon)
+
+
+class _TrainingRoleMixin:
+    """PrivateSearchCV's training role: which fits it pays for, and the plan charged before any row is read."""
+
+    def _reuses_selected_fit(self, cfg: dict[str, Any], method: Any, n_folds: int) -> bool:
+        """Whether ``best_estimator_`` is the selected candidate's own DP fit instead of a new fit (public rule).
+
+        With sensitive training rows, one split (no ``cv``) and a method whose
+        release is always one of the candidates it fitted (``random``), the
+        selected candidate's model was already fitted on exactly the training
+        rows a refit would use, with the same estimator: releasing it is
+        post-processing of outputs already paid for (every fit's DP release and
+        the private selection), so the training role pays for no refit and each
+        fit can have a larger share of the budget.
+        """
+        return (self.refit and self.sensitive != "validation" and n_folds == 1 and not cfg["stopping"]
+                and method.name == "random")
+
+    def _training_role(self, cfg: dict[str, Any], method: Any, candidates: Any, budget: Budget,
+                       n_folds: int = 1) -> tuple[Accountant | None, list[Any], FitTickets | None]:
+        """The training accountant, its whole plan (checked now, before any row is read) and the fits' tickets.
+
+        Raises
+        ------
+        BudgetExceededError
+            If the training budget cannot pay for the plan (nothing spent); the
+            message names what to change.
+        """
+        if self.sensitive == "validation":
+            return None, [], None
+        one_fit, one_budget = cfg["one_fit"], cfg["one_fit_budget"]
+        n_evals = method.max_evaluations(candidates)
+        stopping = cfg["stopping"]
+        n_fits = None if stopping else n_evals * n_folds
+        stopping_event = method.plan(candidates)[0][0] if stopping else None
+        refit_fit = self.refit and not self._reuses_selected_fit(cfg, method, n_folds)
+        plan = training_plan(one_fit, n_fits=n_fits or 0, refit=refit_fit, stopping_event=stopping_event)
+        acc = Accountant(budget)
+        if plan:
+            try:
+                acc.check(ComposedEvent(events=tuple(ev for ev, _ in plan)))
+            except BudgetExceededError as exc:
+                raise BudgetExceededError(
+                    unaffordable_message(exc, n_fits=n_fits, one_fit_budget=one_budget, budget=budget),
+                    requested=exc.requested, spent=exc.spent, ceiling=exc.ceiling) from None
+        return acc, plan, FitTickets(one_budget, n_fits)
