@@ -250,8 +250,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
     >>> from privtune import PrivateSearchCV
     >>> from privtune.space import Real
     >>> X, y = load_breast_cancer(return_X_y=True)
-    >>> search = PrivateSearchCV(SVC(), {"C": Real(0.1, 100, log=True), "gamma": Real(1e-5, 1e-2, log=True)},
-    ...                          epsilon=1.0, n_iter=10, n_candidates=64, validation_size=0.3, random_state=0)
+    >>> space = {"C": Real(0.1, 100, log=True), "gamma": Real(1e-5, 1e-2, log=True)}
+    >>> search = PrivateSearchCV(SVC(random_state=0), space, epsilon=1.0, n_iter=10, n_candidates=64,
+    ...                          validation_size=0.3, random_state=0)
     >>> search.fit(X, y).privacy_spent_["overall"].epsilon <= 1.0
     True
     """
