@@ -4,15 +4,9 @@ Balle & Wang's (2018) exact ``delta(epsilon)`` and its inversion (``"analytic"``
 the RDP calibration the DP trainers use for vector releases (``"rdp"``), and the
 classic ``sqrt(2 ln(1.25 / delta)) / epsilon`` (``"classic"``), each rounded up so
 that the computed noise is never below the exact requirement. The mechanism that
-uses them is :class:`privtune.mechanisms.Gaussian` (``gaussian.py``).
-
-References
-----------
-.. [BW18] B. Balle and Y.-X. Wang, "Improving the Gaussian Mechanism for
-   Differential Privacy: Analytical Calibration and Optimal Denoising",
-   ICML 2018.
-.. [DR14] C. Dwork and A. Roth, "The Algorithmic Foundations of Differential
-   Privacy", 2014, Theorem A.1.
+uses them is :class:`privtune.mechanisms.Gaussian` (``gaussian.py``, whose
+module docstring has the references: Balle & Wang 2018; Dwork & Roth 2014,
+Thm. A.1).
 """
 
 from __future__ import annotations
