@@ -343,3 +343,15 @@ class _SearchConfigMixin:
             raise InvalidParameterError(f"Invalid 'method_params' for method={cfg['method']!r}"
                                         + (" (method='auto')" if self.method == "auto" else "")
                                         + f": {exc}") from None
+
+    def _public_config(self, cfg: dict[str, Any], m: int, train_shape: tuple[int, ...]) -> dict[str, Any]:
+        """What a study stores and compares on resume: public quantities only (no data, no hash of it)."""
+        seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else None
+        return {"estimator": repr(self.estimator), "search_space": {n: repr(d) for n, d in cfg["space"].items()},
+                "method": self.method, "method_params": repr(sorted((self.method_params or {}).items())),
+                "epsilon": cfg["epsilon"], "delta": cfg["delta"], "n_iter": cfg["n_iter"],
+                "n_candidates": cfg["n_candidates"], "scoring": cfg["scorer"].name,
+                "score_bounds": list(cfg["scorer"].bounds),
+                "score_sensitivity": self.score_sensitivity_, "n_validation": m,
+                "n_train": int(train_shape[0]), "n_features": int(train_shape[1]) if len(train_shape) > 1 else 1,
+                "sensitive": self.sensitive, "seed": None if seed is None else int(seed)}

@@ -440,18 +440,6 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         for text in utility_warnings(method.noise_scales(candidates), scorer.bounds):
             warnings.warn(f"PrivateSearchCV: {text}", LowUtilityWarning, stacklevel=4)
 
-    def _public_config(self, cfg: dict[str, Any], m: int, train_shape: tuple[int, ...]) -> dict[str, Any]:
-        """What a study stores and compares on resume: public quantities only (no data, no hash of it)."""
-        seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else None
-        return {"estimator": repr(self.estimator), "search_space": {n: repr(d) for n, d in cfg["space"].items()},
-                "method": self.method, "method_params": repr(sorted((self.method_params or {}).items())),
-                "epsilon": cfg["epsilon"], "delta": cfg["delta"], "n_iter": cfg["n_iter"],
-                "n_candidates": cfg["n_candidates"], "scoring": cfg["scorer"].name,
-                "score_bounds": list(cfg["scorer"].bounds),
-                "score_sensitivity": self.score_sensitivity_, "n_validation": m,
-                "n_train": int(train_shape[0]), "n_features": int(train_shape[1]) if len(train_shape) > 1 else 1,
-                "sensitive": self.sensitive, "seed": None if seed is None else int(seed)}
-
     def _fit_search(self, cfg, scorer, method, budget, accountant, journal, study, candidates, source,  # noqa: PLR0913
                     X_tr, y_tr, X_v, y_v, m, fit_params, folds=None) -> PrivateSearchCV:
         n_folds = len(folds) if folds else 1
