@@ -257,9 +257,20 @@ def _tune(args: argparse.Namespace) -> int:
         lines.append(f"  study: {st.study_name!r} in {st.path}")
     for fmt, path in written.items():
         lines.append(f"  report ({fmt}): {path}")
-    lines.append(f"  finished in {time.perf_counter() - t0:.1f} s")
+    lines.append(_finished_line(search, t0))
     print("\n".join(lines))
     return EXIT_OK
+
+
+def _finished_line(search: Any, t0: float) -> str:
+    """The run's wall-clock time, only where the search's own time is shown (``search_time_`` is not None).
+
+    For ``gp-ucb``, ``gp-ucb-exact``, ``lipschitz`` and random stopping the amount of work depends on the
+    data through the algorithm (a raw-score path, the secret number of runs), so no time is printed.
+    """
+    if search.search_time_ is None:
+        return "  finished (no wall-clock time: this method's amount of work depends on the sensitive rows)"
+    return f"  finished in {time.perf_counter() - t0:.1f} s"
 
 
 def _verdict_lines(search: Any) -> list[str]:
@@ -413,7 +424,7 @@ def _demo(args: argparse.Namespace) -> int:
         f"{search.score(X_test, y_test):.4f}",
         f"  study: {study_name!r} in {storage_path}",
         *[f"  report ({fmt}): {p}" for fmt, p in written.items()],
-        f"  finished in {time.perf_counter() - t0:.1f} s",
+        _finished_line(search, t0),
     ]
     print("\n".join(lines))
     return EXIT_OK

@@ -246,3 +246,188 @@ def test_any_odd_cell_counts_as_nan_in_a_dp_fit_and_as_a_wrong_row_in_validation
     odd = X_v.tolist()
     odd[0][1] = cell
     assert released(X_v) - 1.5 / len(y_v) < released(odd) <= released(X_v)  # one row, at most
+
+
+# ----------------------------------------------------------------------------- labels numpy cannot compare (audit)
+class _NALike:
+    """A label like pandas.NA: ``==`` returns itself and ``bool()`` of it raises."""
+
+    __hash__ = None
+
+    def __eq__(self, other):
+        return self
+
+    def __ne__(self, other):
+        return self
+
+    def __bool__(self):
+        raise TypeError("boolean value of NA is ambiguous")
+
+
+class _BadFloat:
+    """An entry whose ``__float__`` raises an exception numpy does not expect."""
+
+    def __float__(self):
+        raise ZeroDivisionError(SENTINEL_STR)
+
+
+def _coef(m):
+    return np.concatenate([np.ravel(c) for c in m.coefs_]) if hasattr(m, "coefs_") else np.ravel(m.coef_)
+
+
+@pytest.mark.parametrize("label", [_NALike(), np.array([1, 2]), 7, SENTINEL_STR],
+                         ids=["na-like", "nested-array", "other-class", "string"])
+@pytest.mark.parametrize("est", [DPLogisticRegression(classes=[0, 1], epsilon=5.0, random_state=0),
+                                 DPSVC(classes=[0, 1], epsilon=5.0, random_state=0),
+                                 DPNonConvexClassifier(classes=[0, 1], epsilon=5.0, random_state=0),
+                                 DPMLPClassifier(classes=[0, 1], n_iter=10, sampling="full", random_state=0)],
+                         ids=lambda e: type(e).__name__)
+def test_one_label_outside_the_declared_classes_drops_only_its_row(unit_rows, est, label):
+    """Whatever one label is -- one numpy cannot compare (pandas.NA-like), a nested array, another class, a
+    string -- the fit is charged once, does not raise or warn, and gives exactly the model of the same data with
+    that label replaced by another label outside the declared set (its row contributes nothing). Before the fix
+    an NA-like label zeroed every row of a DPMLPClassifier and made DPLogisticRegression / DPNonConvexClassifier
+    raise after the charge."""
+    from sklearn.base import clone
+
+    from privtune.accounting import Accountant, Budget
+    X_tr, y_tr = unit_rows[0][:120], unit_rows[1][:120]
+    y_odd = y_tr.astype(object)
+    y_odd[3] = label
+    y_ref = y_tr.copy()
+    y_ref[3] = 5  # outside {0, 1}: the reference for "this row contributes nothing"
+    acc = Accountant(Budget(10.0, 1e-5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = clone(est).set_params(accountant=acc).fit(X_tr, y_odd)
+    assert len(acc.entries) == 1
+    np.testing.assert_array_equal(_coef(got), _coef(clone(est).fit(X_tr, y_ref)))
+
+
+@pytest.mark.parametrize("est", [DPLogisticRegression(classes=[0, 1], epsilon=5.0, random_state=0),
+                                 DPNonConvexClassifier(classes=[0, 1], epsilon=5.0, random_state=0),
+                                 DPMLPClassifier(classes=[0, 1], n_iter=10, sampling="full", random_state=0)],
+                         ids=lambda e: type(e).__name__)
+def test_an_entry_whose_float_raises_anything_is_nan(unit_rows, est):
+    from sklearn.base import clone
+
+    from privtune.accounting import Accountant, Budget
+    X_tr, y_tr = unit_rows[0][:120], unit_rows[1][:120]
+    X_odd, X_nan = X_tr.astype(object), X_tr.copy()
+    X_odd[4, 2], X_nan[4, 2] = _BadFloat(), np.nan
+    acc = Accountant(Budget(10.0, 1e-5))
+    got = clone(est).set_params(accountant=acc).fit(X_odd, y_tr)
+    assert len(acc.entries) == 1
+    np.testing.assert_array_equal(_coef(got), _coef(clone(est).fit(X_nan, y_tr)))
+
+
+def test_function_level_trainers_read_odd_entries_after_the_charge(unit_rows):
+    """dp_second_order and dp_blsgd: a list X with one cell that is an array (numpy cannot shape it) is charged
+    and read as NaN, not refused before the charge; an entry whose __float__ raises is NaN, not a raw error."""
+    from privtune.accounting import Accountant, Budget
+    from privtune.optim import MarginObjective, dp_blsgd, dp_second_order
+    X, y = unit_rows[0][:60], np.where(unit_rows[1][:60] == 1, 1.0, -1.0)
+    X_nan = X.copy()
+    X_nan[1, 0] = np.nan
+    for cell in (np.array([0.3]), _BadFloat()):
+        X_odd = X.tolist()
+        X_odd[1][0] = cell
+        acc = Accountant(Budget(10.0, 1e-5))
+        a = dp_second_order(X_odd, y, epsilon=1.0, delta=1e-6, max_iter=3, accountant=acc, random_state=0)
+        assert len(acc.entries) >= 1
+        b = dp_second_order(X_nan, y, epsilon=1.0, delta=1e-6, max_iter=3, random_state=0)
+        np.testing.assert_array_equal(a.x, b.x)
+        acc = Accountant(Budget(10.0, 1e-5))
+        obj = MarginObjective(X_odd, y, data_norm=1.0)
+        c = dp_blsgd(obj, np.zeros(X.shape[1]), epsilon=1.0, delta=1e-6, sampling="full", n_iter=3, mode="fixed",
+                     accountant=acc, random_state=0)
+        assert len(acc.entries) >= 1
+        d = dp_blsgd(MarginObjective(X_nan, y, data_norm=1.0), np.zeros(X.shape[1]), epsilon=1.0, delta=1e-6,
+                     sampling="full", n_iter=3, mode="fixed", random_state=0)
+        np.testing.assert_array_equal(c.x, d.x)
+
+
+# ----------------------------------------------------------------------------- one table split in two (audit)
+def test_an_odd_validation_label_in_a_split_table_leaves_the_training_labels_alone(unit_rows):
+    """With validation_size, the labels are read as one list before the split: a string label in one validation
+    row made the whole column an object array, scikit-learn refused the (public) training labels, and every fit
+    failed (released accuracy 0, or a refit error after the charge). Each part now takes its types from its own
+    rows: the release equals that of a neighbour whose row holds the other class's mismatch."""
+    X = np.vstack([unit_rows[0], unit_rows[2]])
+    y = np.concatenate([unit_rows[1], unit_rows[3]])
+
+    def search():
+        return PrivateSearchCV(SVC(random_state=0), {"C": Real(0.1, 10, log=True)}, n_iter=3, n_candidates=4,
+                               epsilon=1e6, validation_size=0.3, random_state=0)
+
+    probe = search().fit(X, y)
+    val_row = int(np.flatnonzero(~np.isin(np.arange(len(y)), _training_rows(probe, X)))[0])
+    y_odd = y.tolist()
+    y_odd[val_row] = SENTINEL_STR
+    y_wrong = y.copy()
+    y_wrong[val_row] = 7  # a label no prediction equals: the same one wrong row
+    got = search().fit(X, y_odd)
+    assert got.best_score_ == search().fit(X, y_wrong).best_score_ > 0.8
+    assert got.best_estimator_.classes_.dtype.kind in "iu"  # the training labels kept their own (integer) type
+
+
+def _training_rows(search, X):
+    """Indices of X's rows the refit was trained on (the split is data-independent: found from the fitted SVC)."""
+    sv = search.best_estimator_.support_vectors_
+    return [i for i in range(X.shape[0]) if any(np.array_equal(X[i], s) for s in sv)]
+
+
+@pytest.mark.parametrize("method", ["random", "noisy-ucb"])
+def test_scoring_validation_rows_never_warns(unit_rows, method):
+    """An overflow in the estimator's prediction on one validation row used to reach the user as a RuntimeWarning
+    (its presence depends on the row)."""
+    from sklearn.linear_model import LogisticRegression
+    X_tr, y_tr, X_v, y_v = unit_rows
+    X_v = X_v.copy()
+    X_v[0] = 1e308
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        PrivateSearchCV(LogisticRegression(max_iter=500), {"C": Real(0.1, 10, log=True)}, n_iter=3,
+                        n_candidates=4, epsilon=1.0, method=method, random_state=0).fit(X_tr, y_tr, X_val=X_v,
+                                                                                       y_val=y_v)
+    assert not [w for w in seen if "overflow" in str(w.message) or issubclass(w.category, RuntimeWarning)]
+
+
+# ----------------------------------------------------------------------------- clocks (audit)
+def test_no_clock_tells_how_long_the_work_on_sensitive_rows_took(unit_rows, tmp_path, monkeypatch, capsys):
+    """The study file's `updated` column followed every write (its distance to `created` was proportional to the
+    secret number of runs K of random stopping), the report's time stamp was the end of fit, and the progress bar
+    showed elapsed time along gp-ucb's raw-score path. Now: `updated` == `created`, the report's stamp is taken
+    before any row is read, and no elapsed time is drawn for a secret path."""
+    import datetime
+    import sqlite3
+
+    import privtune.model_selection._search as search_module
+    X_tr, y_tr, X_v, y_v = unit_rows
+    real = datetime.datetime
+
+    class Clock(real):  # every call one hour later: any stamp taken after the start would differ
+        calls = 0
+
+        @classmethod
+        def now(cls, tz=None):
+            cls.calls += 1
+            return real(2026, 1, 1, tzinfo=tz) + datetime.timedelta(hours=cls.calls)
+
+    class WorkingSVC(SVC):  # the work on the rows moves the clock on
+        def fit(self, X, y, **kw):
+            Clock.calls += 10
+            return super().fit(X, y, **kw)
+
+    monkeypatch.setattr(search_module.datetime, "datetime", Clock)
+    path = tmp_path / "s.sqlite"
+    s = PrivateSearchCV(WorkingSVC(random_state=0), {"C": Real(0.1, 10, log=True)}, n_iter=3, n_candidates=8,
+                        epsilon=1.0, method="gp-ucb", verbose=1, storage=str(path), study_name="t",
+                        random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert s.report_.timings["created_utc"] == "2026-01-01T01:00:00+00:00"  # the first clock call: fit's start
+    created, updated = sqlite3.connect(path).execute(
+        "SELECT created, updated FROM privtune_studies WHERE name = 't'").fetchone()
+    assert created == updated
+    err = capsys.readouterr().err
+    assert "evaluated" in err or "/3" in err
+    assert " s)" not in err  # no elapsed time on gp-ucb's progress line

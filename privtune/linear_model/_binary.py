@@ -17,6 +17,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 
 from privtune.exceptions import InvalidParameterError
+from privtune.utils._validation import match_declared_labels
 
 __all__: list[str] = []
 
@@ -39,25 +40,24 @@ class _BinaryLinearClassifier(ClassifierMixin, BaseEstimator):
         if self.classes is None:
             try:
                 check_classification_targets(y)
-            except ValueError:
+                y_type = type_of_target(y, input_name="y")
+                classes = np.unique(y) if y_type == "binary" else None
+            except Exception:  # noqa: BLE001 - labels numpy cannot compare or sort: never the label's own text
                 raise InvalidParameterError(
                     f"{owner}.fit needs class labels in y (a continuous target is not supported). Unknown label "
                     "type: continuous or multi-output targets are not supported.") from None
-            y_type = type_of_target(y, input_name="y")
             if y_type != "binary":
                 raise InvalidParameterError(
                     f"Only binary classification is supported. The type of the target is {y_type}.")
-            classes = np.unique(y)
             if classes.shape[0] != 2:
                 raise InvalidParameterError(
                     f"{owner} needs samples of exactly two classes (or declared 'classes'); got "
                     f"{classes.shape[0]} class.")
-            usable = np.ones(y.shape[0], dtype=bool)
         else:
             classes = np.sort(np.asarray(self.classes))
-            usable = np.isin(y, classes)
+        index, usable = match_declared_labels(y, classes)  # entry by entry: no label can raise or move another
         self.classes_ = classes
-        return np.where(y == classes[1], 1.0, -1.0), usable
+        return np.where(usable & (index == 1), 1.0, -1.0), usable
 
     def predict(self, X: Any) -> np.ndarray:
         """Predicted class labels.

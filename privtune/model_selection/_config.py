@@ -24,7 +24,7 @@ from privtune.model_selection._training import check_training_estimator, per_fit
 from privtune.model_selection._utility import utility_warnings
 from privtune.space import Categorical, Integer, candidate_set
 from privtune.utils._random import check_random_state
-from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
+from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real, keep_entry_types
 
 _SENSITIVE = ("validation", "training", "both")
 _METHOD_PARAMS_WITH_SENSITIVITY = ("noisy-ucb", "random", "prescreen")
@@ -311,9 +311,18 @@ class _SearchConfigMixin:
 
     @staticmethod
     def _split(X: Any, y: Any, m: int, rng: np.random.Generator) -> tuple[Any, Any, Any, Any]:
-        perm = rng.permutation(X.shape[0])  # a split that never looks at the values
+        """Training and validation parts of one table, each part's types read from its own entries.
+
+        The split never looks at the values. A table read as a whole takes its
+        type from every row: one validation row with a string label (or cell)
+        makes the whole column an object array, and scikit-learn refuses object
+        labels, so every training fit would fail because of one sensitive row.
+        Each part that came out as an object array is therefore read again from
+        its own entries (:func:`~privtune.utils._validation.keep_entry_types`).
+        """
+        perm = rng.permutation(X.shape[0])
         val, tr = np.sort(perm[:m]), np.sort(perm[m:])
-        return X[tr], y[tr], X[val], y[val]
+        return _own_types(X[tr]), _own_types(y[tr]), _own_types(X[val]), _own_types(y[val])
 
     def _make_method(self, cfg: dict[str, Any], scorer: BoundedScorer, m: int, sensitivity: float,
                      budget: Budget) -> Any:
@@ -355,3 +364,14 @@ class _SearchConfigMixin:
                 "score_sensitivity": self.score_sensitivity_, "n_validation": m,
                 "n_train": int(train_shape[0]), "n_features": int(train_shape[1]) if len(train_shape) > 1 else 1,
                 "sensitive": self.sensitive, "seed": None if seed is None else int(seed)}
+
+
+def _own_types(part: Any) -> Any:
+    """An object-array part of a split table, re-read from its own entries (anything else unchanged)."""
+    if not isinstance(part, np.ndarray) or part.dtype != object:
+        return part
+    try:
+        again = keep_entry_types(part.tolist())
+    except Exception:  # noqa: BLE001 - a structure numpy cannot re-read: the part as it was
+        return part
+    return again if again.shape == part.shape else part  # cells that are sequences stay cells

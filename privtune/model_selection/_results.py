@@ -23,7 +23,8 @@ class _SearchResultsMixin:
         """The tuning report (:class:`privtune.report.TuningReport`), built from the fitted attributes.
 
         Built on first access and kept (a search that stores a study builds it
-        in ``fit``); its ``created_utc`` is the time ``fit`` finished.
+        in ``fit``); its ``created_utc`` is the time ``fit`` started (before any
+        row was read: a finishing time would tell how long the work on them took).
         """
         if not hasattr(self, "release_"):
             raise AttributeError("report_: this PrivateSearchCV is not fitted yet; call fit first.")

@@ -59,6 +59,7 @@ is outside every scorer's sensitivity).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -116,13 +117,21 @@ class BoundedScorer:
     aggregate: str = "mean"
 
     def __call__(self, estimator: Any, X: Any, y: Any) -> float:
-        """The clipped, row-isolated score; never raises because of a row of ``X`` or ``y``.
+        """The clipped, row-isolated score; never raises or warns because of a row of ``X`` or ``y``.
 
         Notes
         -----
         **Privacy.** A raw score of the sensitive rows: never log, report or
-        return it except through a charged release.
+        return it except through a charged release. Whether the estimator's
+        prediction on a row warns (an overflow in a product, a convergence or
+        conversion warning) depends on that row, so warnings and floating-point
+        error reports are silenced while the sensitive rows are scored.
         """
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            return self._isolated_score(estimator, X, y)
+
+    def _isolated_score(self, estimator: Any, X: Any, y: Any) -> float:
         y = np.asarray(y)
         m = int(y.shape[0])
         if self.row_term is not None:

@@ -8,6 +8,7 @@ what it exposes afterwards in ``_results.py``, input checks in ``_inputs.py``.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import threading
 import time
@@ -360,6 +361,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         BudgetExceededError
             If the budget cannot cover the planned search, before any evaluation.
         """
+        # The report's time stamp: when fit started, before any row is read (a finishing time would tell how long
+        # the work on sensitive rows took).
+        self._started_utc = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         cfg = self._validate_params()
         source = check_random_state(self.random_state, owner="PrivateSearchCV")
         X_tr, y_tr, X_v, y_v = self._validate_data(X, y, X_val, y_val)
@@ -494,7 +498,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         counts = batch and getattr(method, "selection", None) == "exponential" and mapper is None
         shown = cfg["verbose"] >= 1 and (not batch or counts)
         progress = _Progress((method.max_evaluations(candidates) or cfg["n_iter"]) if counts else cfg["n_iter"],
-                             shown)
+                             shown, show_time=method.name not in _RAW_TRAJECTORY)  # no clock on a secret path
         if counts and shown:
             inner_objective, n_done = objective, [0]
 
@@ -522,8 +526,15 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             for ev, phase in train_plan:
                 train_acc.spend(ev, phase=phase, role="training", reservation=reservation)
         t_search = time.perf_counter()
-        release = method.run(objective, candidates, accountant=accountant, random_state=source,
-                             callback=callback, mapper=mapper, journal=journal)
+        # The scorer silences warnings while it reads validation rows; Python's warning filters are process-wide,
+        # so with threads (n_jobs) another thread's exit could restore them mid-scoring, and a DP fit reads
+        # sensitive training rows: in both cases the whole run is silenced from this thread.
+        quiet = self.sensitive != "validation" or self.n_jobs not in (None, 1)
+        with warnings.catch_warnings() if quiet else contextlib.nullcontext():
+            if quiet:
+                warnings.simplefilter("ignore")
+            release = method.run(objective, candidates, accountant=accountant, random_state=source,
+                                 callback=callback, mapper=mapper, journal=journal)
         progress.close()
         search_seconds = time.perf_counter() - t_search
 
@@ -580,7 +591,6 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         data_driven = method.name in _RAW_TRAJECTORY or cfg["stopping"]
         self.search_time_ = None if data_driven else search_seconds
         self.summary_ = self._report(cfg, release, scorer, m, X_tr.shape[0])
-        self._finished_utc = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         self._report_cache = None  # report_ is built on first access (a study stores it now)
         if study is not None:
             study.save_report(self.report_.to_dict())

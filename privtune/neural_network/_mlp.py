@@ -37,7 +37,13 @@ from privtune.neural_network._objective import (
 from privtune.optim._losses import clip_rows
 from privtune.optim.line_search import blsgd_privacy_event, dp_blsgd
 from privtune.utils._random import check_random_state
-from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
+from privtune.utils._validation import (
+    check_delta,
+    check_epsilon,
+    check_integer,
+    check_real,
+    match_declared_labels,
+)
 
 __all__ = ["DPMLPClassifier"]
 
@@ -404,29 +410,25 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         if classes is None:
             try:
                 check_classification_targets(y)
-            except ValueError:
+                y_type = type_of_target(y, input_name="y")
+                classes = np.unique(y) if y_type in ("binary", "multiclass") else None
+            except Exception:  # noqa: BLE001 - labels numpy cannot compare or sort: never the label's own text
                 raise InvalidParameterError(
                     f"{owner}.fit needs class labels in y (a continuous target is not supported). Unknown label "
                     "type: continuous or multi-output targets are not supported.") from None
-            y_type = type_of_target(y, input_name="y")
             if y_type not in ("binary", "multiclass"):
                 raise InvalidParameterError(f"{owner} supports binary and multiclass targets; got {y_type}.")
-            classes = np.unique(y)
             if classes.shape[0] < 2:
                 raise InvalidParameterError(
                     f"{owner} needs samples of at least two classes (or declared 'classes'); got 1 class.")
             weights = np.ones(y.shape[0])
-        else:
-            try:
-                weights = np.isin(y, classes).astype(np.float64)
-            except TypeError:  # labels not comparable with the declared classes: every row is outside the set
-                weights = np.zeros(y.shape[0])
+            self.classes_ = classes
+            index, _ = match_declared_labels(y, classes)
+            return index, weights
+        # declared classes: each label is matched on its own, so no label can raise or move another row
+        index, inside = match_declared_labels(y, classes)
         self.classes_ = classes
-        index = np.zeros(y.shape[0], dtype=np.int64)
-        inside = weights > 0
-        if inside.any():
-            index[inside] = np.searchsorted(classes, y[inside])
-        return index, weights
+        return index, inside.astype(np.float64)
 
     def _rows(self, X: np.ndarray, data_norm: float) -> np.ndarray:
         """Non-finite entries mapped to 0, then rows scaled down to the declared L2 norm (fit and predict)."""

@@ -124,9 +124,7 @@ class MarginObjective:
         if hasattr(X, "tocsr") or getattr(getattr(X, "dtype", None), "kind", None) == "c":
             raise InvalidParameterError(f"The 'X' parameter of {owner} must be a dense array of real numbers "
                                         "(sparse or complex input is not supported).")
-        shape = getattr(X, "shape", None)
-        if shape is None:
-            shape = np.shape(X)
+        shape = public_shape(X)  # the structure only: an odd entry cannot make this raise
         if len(shape) != 2 or int(shape[0]) < 1 or int(shape[1]) < 1:
             raise InvalidParameterError(f"The 'X' parameter of {owner} must be a non-empty 2-D array; got shape "
                                         f"{tuple(shape)}.")

@@ -143,7 +143,7 @@ def noisy_backtracking_line_search(
         ``eps_BT`` (Laplace) or ``rho_BT`` (Gaussian).
     noise : {"laplace", "gaussian"}, default="laplace"
     rows : array-like of int or None, default=None
-        The rows of the batch (public indices); None is every row.
+        The rows of the batch (public, distinct indices); None is every row.
     divisor : float in (0, inf) or None, default=None
         The public divisor of the batch mean; None is ``len(rows)``. Never pass a
         realised Poisson batch size: pass ``q n``.
@@ -210,6 +210,9 @@ def noisy_backtracking_line_search(
                 or idx.max() >= n:
             raise InvalidParameterError(f"The 'rows' parameter of {owner} must be a non-empty 1-D array of row "
                                         f"indices in [0, {n}).")
+        if np.unique(idx).size != idx.size:  # a repeated row would enter the query k times: k x the sensitivity
+            raise InvalidParameterError(f"The 'rows' parameter of {owner} must not repeat a row index (the "
+                                        "sensitivity counts each row once).")
     div = float(idx.size) if divisor is None else check_real(divisor, "divisor", low=0.0, owner=owner)
     if accountant is not None and not isinstance(accountant, Accountant):
         raise InvalidParameterError(f"The 'accountant' parameter of {owner} must be a privtune Accountant or None.")

@@ -104,9 +104,7 @@ def _public_shape(X: Any, owner: str) -> tuple[int, int]:
                                     "supported; use X.toarray()).")
     if getattr(getattr(X, "dtype", None), "kind", None) == "c":
         raise InvalidParameterError(f"The 'X' parameter of {owner} has a complex dtype; real numbers are needed.")
-    shape = getattr(X, "shape", None)
-    if shape is None:
-        shape = np.shape(X)
+    shape = public_shape(X)  # the structure only: an odd entry cannot make this raise
     if len(shape) != 2:
         raise InvalidParameterError(f"The 'X' parameter of {owner} must be a 2-D array; got {len(shape)} "
                                     "dimension(s).")

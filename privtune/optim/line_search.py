@@ -468,7 +468,13 @@ def dp_blsgd(
     **Privacy.** ``(epsilon, delta)``-DP under **replace-one** for
     ``sampling="without_replacement"`` (default) and ``"full"``, under
     **add/remove** for ``"poisson"``. Public: ``n``, ``n_params``, ``w0``, every
-    hyperparameter. Events per mechanism call (each on a fresh batch):
+    hyperparameter. For ``"poisson"`` this is add/remove **with n public**, as
+    in the paper and in Opacus / TF Privacy: ``n`` is read from ``X`` and
+    enters the divisor ``q n``, the result and the event labels, so the
+    guarantee compares a data set with one row added or removed *at the same
+    declared n* (the divisor is not recomputed); a neighbour whose size
+    differs, with ``n`` itself secret, is not covered. Use the replace-one
+    samplings when the size must stay secret. Events per mechanism call (each on a fresh batch):
     gradient, ``GaussianEvent(noise_multiplier=1/sqrt(2 rho_grad), vector=True)``
     at L2 sensitivity ``2 C_grad / m`` (``2 C_grad / n`` full batch;
     ``C_grad / (q n)`` Poisson); Laplace line search,

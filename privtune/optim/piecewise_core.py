@@ -30,6 +30,7 @@ from privtune.accounting.budget import Budget
 from privtune.accounting.events import ComposedEvent, PrivacyEvent
 from privtune.exceptions import InvalidParameterError
 from privtune.utils import check_epsilon, check_finite_array, check_integer, check_sensitivity
+from privtune.utils._validation import public_shape
 
 __all__ = ["PiecewiseResult", "pwa_objective", "solve_pwa", "check_box", "check_problem"]
 
@@ -222,7 +223,7 @@ def check_problem(A: Any, b: Any, bounds: Any, epsilon: Any, offset_bound: Any, 
     mechanism makes after its charge.
     """
     A = check_finite_array(A, "A", owner=owner, ndim=2)
-    b_shape = tuple(b.shape) if hasattr(b, "shape") else np.shape(b)
+    b_shape = public_shape(b)  # the structure only: an odd entry cannot make this raise
     if len(b_shape) != 1 or b_shape[0] != A.shape[0]:
         raise InvalidParameterError(
             f"The 'b' parameter of {owner} must be 1-D with one offset per row (piece) of A ({A.shape[0]}); "

@@ -128,7 +128,8 @@ class TuningReport:
         ``label`` (``"secure"`` or ``"seeded (reproducible, not for release)"``),
         ``seeded`` and ``random_state`` (the integer seed, or None).
     timings : mapping
-        Time-dependent quantities only (``created_utc``, ``refit_seconds``).
+        Time-dependent quantities only (``created_utc``: when ``fit`` started,
+        before any row was read; ``refit_seconds``).
 
     Examples
     --------
@@ -202,7 +203,7 @@ class TuningReport:
         seed = _int_seed(getattr(search, "random_state", None)) if rel.seeded else None
         rel_dict = rel.to_dict()
         timings: dict[str, Any] = {
-            "created_utc": getattr(search, "_finished_utc", None)
+            "created_utc": getattr(search, "_started_utc", None)
             or datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
         # Only timings of work on public data: the refit on public training rows (refit_time_ is None when the
         # training rows are sensitive). The search's own time is never released: scoring sensitive rows (their

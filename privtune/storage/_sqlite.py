@@ -5,7 +5,11 @@ A *study* is one private search with a name. Its rows live in a SQLite file
 (:class:`~privtune.accounting.SQLiteLedger`, same file):
 
 * ``privtune_studies`` -- the public configuration and its fingerprint, the
-  status (``running`` / ``complete``) and timestamps;
+  status (``running`` / ``complete``) and the time the study was created;
+  ``updated`` equals ``created`` (kept for the schema): privtune stores no
+  time of a later write, since how long the work on sensitive rows took can
+  depend on them (the file system's own modification time of the file is
+  outside privtune's control);
 * ``privtune_journal`` -- released values by key (noisy observations, the final
   release), written durably before they are used further;
 * ``privtune_reports`` -- the tuning report (JSON);
@@ -267,7 +271,6 @@ class Study:
                 self._conn.execute("ROLLBACK")
                 raise StudyLockedError(f"Study {self.name!r} lost its writer lock; stop and resume it.")
             self._conn.execute(sql, args)
-            self._conn.execute("UPDATE privtune_studies SET updated = ? WHERE name = ?", (time.time(), self.name))
             self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
             try:
@@ -300,7 +303,6 @@ class Study:
                                       (self.name,)).fetchone() or (0, 0)
             self._conn.execute("INSERT OR REPLACE INTO privtune_journal_head VALUES (?, ?, ?)",
                                (self.name, head[0] + (1 if new else 0), max(head[1], n_ledger)))
-            self._conn.execute("UPDATE privtune_studies SET updated = ? WHERE name = ?", (time.time(), self.name))
             self._conn.execute("COMMIT")
         except sqlite3.Error as exc:
             try:

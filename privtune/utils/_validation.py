@@ -30,6 +30,7 @@ __all__ = [
     "keep_entry_types",
     "entrywise_float",
     "public_shape",
+    "match_declared_labels",
 ]
 
 
@@ -237,7 +238,8 @@ def entrywise_float(values: Any) -> np.ndarray:
     are (DESIGN's rule 7): the fast path is ``np.asarray(values, float64)``; if
     any entry cannot be converted, every entry is converted separately, so one
     entry's failure affects that entry only (the caller then maps NaN into its
-    domain). Raises only for input whose *structure* cannot be an array (ragged).
+    domain). No entry can make this raise, whatever its ``__float__`` raises;
+    only input whose *structure* cannot be an array (ragged) is refused, by the caller, from its shape.
     """
     kind = getattr(getattr(values, "dtype", None), "kind", None)
     if kind is not None and kind in "biuf":
@@ -246,13 +248,68 @@ def entrywise_float(values: Any) -> np.ndarray:
         warnings.simplefilter("error", np.exceptions.ComplexWarning)
         try:
             return np.asarray(values, dtype=np.float64)
-        except (TypeError, ValueError, OverflowError, np.exceptions.ComplexWarning):
+        except Exception:  # noqa: BLE001 - any entry's failure (its __float__ may raise anything): entry by entry
             pass
         obj = np.asarray(values, dtype=object)  # ragged rows keep a shorter shape: the caller refuses it by shape
         out = np.full(obj.shape, np.nan)
         for idx, v in np.ndenumerate(obj):
             try:
                 out[idx] = float(v)
-            except (TypeError, ValueError, OverflowError, np.exceptions.ComplexWarning):
-                pass  # stays NaN
+            except Exception:  # noqa: BLE001 - whatever the entry's __float__ raises, it stays NaN
+                pass
     return out
+
+
+def match_declared_labels(y: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each label's position in the declared ``classes`` and whether it is one of them, entry by entry.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n,)
+        Sensitive labels (as :func:`keep_entry_types` returns them).
+    classes : ndarray of shape (k,)
+        The declared (public) label set.
+
+    Returns
+    -------
+    index : ndarray of int64, shape (n,)
+        ``j`` where ``y[i] == classes[j]`` (0 for a label outside the set).
+    inside : ndarray of bool, shape (n,)
+        Whether ``y[i]`` equals one of the declared classes.
+
+    Notes
+    -----
+    No label can make this raise, warn, or change how another label is
+    matched (DESIGN's rule 7): numeric labels against numeric classes and
+    strings against strings are compared vectorised; anything else is compared
+    one entry at a time, and an entry whose comparison raises or does not give a
+    plain bool (``pandas.NA``, a nested array, an object with an odd ``__eq__``)
+    is outside the set. The first declared class an entry equals wins.
+    """
+    y = np.asarray(y)
+    classes = np.asarray(classes)
+    n = y.shape[0]
+    index = np.zeros(n, dtype=np.int64)
+    inside = np.zeros(n, dtype=bool)
+    kinds = (y.dtype.kind, classes.dtype.kind)
+    if all(k in "biuf" for k in kinds) or all(k == "U" for k in kinds) or all(k == "S" for k in kinds):
+        for j in range(classes.shape[0] - 1, -1, -1):  # last to first: the first equal class wins
+            eq = y == classes[j]
+            index[eq] = j
+            inside |= eq
+        return index, inside
+    with warnings.catch_warnings():  # a comparison that warns must not print anything that depends on a label
+        warnings.simplefilter("ignore")
+        for i in range(n):
+            v = y[i]
+            for j in range(classes.shape[0]):
+                try:
+                    eq = v == classes[j]
+                    hit = isinstance(eq, (bool, np.bool_)) and bool(eq)
+                except Exception:  # noqa: BLE001 - an entry whose comparison fails is outside the set
+                    hit = False
+                if hit:
+                    index[i], inside[i] = j, True
+                    break
+    return index, inside
+

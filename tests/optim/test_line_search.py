@@ -142,6 +142,20 @@ def test_line_search_with_a_huge_budget_returns_the_first_armijo_step():
     assert not fb.accepted and fb.eta == pytest.approx(8.0 * 0.8**10)
 
 
+def test_line_search_refuses_repeated_rows_before_spending():
+    """A row listed k times enters the Armijo query k times (k x the declared sensitivity; audit finding: with
+    rows=[0]*n, P(accept) went from 1.0 to 0.0 when row 0's label changed, at epsilon = 1)."""
+    obj = _objective(2, n=50, d=3)
+    acc = Accountant(Budget(1.0, 0.0))
+    with pytest.raises(InvalidParameterError, match="must not repeat a row index"):
+        noisy_backtracking_line_search(obj, np.zeros(3), np.ones(3), budget=0.5, rows=np.array([0, 1, 1]),
+                                       accountant=acc)
+    assert len(acc.entries) == 0
+    out = noisy_backtracking_line_search(obj, np.zeros(3), np.ones(3), budget=0.5, rows=np.array([0, 1, 2]),
+                                         accountant=acc, random_state=0)
+    assert [e.event for e in acc.entries] == [out.event]
+
+
 def _exact_gradient(obj, w, l2):
     idx = np.arange(obj.n_samples)
     return obj.per_example_gradients(w, idx).mean(axis=0) + l2 * w

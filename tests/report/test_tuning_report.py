@@ -285,6 +285,6 @@ def test_report_is_built_on_first_access_and_kept():
     search.fit(X, y)
     first = search.report_
     assert search.report_ is first  # built once
-    assert first.timings["created_utc"] == search._finished_utc  # the time fit finished, not of the access
+    assert first.timings["created_utc"] == search._started_utc  # when fit started, not of the access
     search.fit(X, y)
     assert search.report_ is not first  # a new fit, a new report
