@@ -71,6 +71,16 @@ def test_tune_end_to_end_then_resume_spends_nothing(small_config, capsys):
     assert _ledger_len(study, "small") == n
 
 
+@pytest.mark.parametrize("method, timed", [("random", True), ("gp-ucb", False)])
+def test_tune_prints_its_time_only_where_the_amount_of_work_is_public(small_config, capsys, method, timed):
+    """gp-ucb's work follows its raw-score path: no wall-clock time is printed for it (audit finding)."""
+    path = write_config(small_config.parent, method=method)
+    assert main(["tune", str(path), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert ("finished in" in out) is timed
+    assert timed or "finished (no wall-clock time" in out
+
+
 def test_resume_of_a_missing_study_is_refused(small_config, capsys):
     assert main(["tune", str(small_config), "--quiet", "--resume"]) == 2
     assert "storage.study_name" in capsys.readouterr().err
