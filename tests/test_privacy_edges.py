@@ -431,3 +431,77 @@ def test_no_clock_tells_how_long_the_work_on_sensitive_rows_took(unit_rows, tmp_
     err = capsys.readouterr().err
     assert "evaluated" in err or "/3" in err
     assert " s)" not in err  # no elapsed time on gp-ucb's progress line
+
+
+# ----------------------------------------------------------------------------- release methods (audit)
+def test_balanced_accuracy_reads_each_validation_label_on_its_own(unit_rows):
+    """One validation label numpy cannot compare (pandas.NA-like) made balanced accuracy raise after the charge."""
+    X_tr, y_tr, X_v, y_v = unit_rows
+
+    def released(y_val):
+        return PrivateSearchCV(SVC(random_state=0), {"C": Real(0.1, 10, log=True)}, scoring="balanced_accuracy",
+                               min_class_size=20, n_iter=2, n_candidates=4, epsilon=1e6,
+                               random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_val).best_score_
+
+    y_odd, y_wrong = y_v.astype(object), y_v.copy()
+    y_odd[0], y_wrong[0] = _NALike(), 7
+    assert released(y_odd) == released(y_wrong)
+
+
+def test_method_params_cannot_replace_the_derived_privacy_parameters(unit_rows):
+    """method_params={'score_sensitivity': 1e-4} used to give 500x less noise than the report stated."""
+    X_tr, y_tr, X_v, y_v = unit_rows
+    for key, value in (("score_sensitivity", 1e-4), ("epsilon", 100.0), ("delta", 0.1), ("score_bounds", (0, 9))):
+        s = PrivateSearchCV(SVC(random_state=0), {"C": Real(0.1, 10, log=True)}, method="noisy-ucb", n_iter=2,
+                            n_candidates=4, method_params={key: value}, random_state=0)
+        with pytest.raises(InvalidParameterError, match="'method_params' must not set"):
+            s.fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+        assert not hasattr(s, "accountant_")
+
+
+def test_a_declared_sensitivity_below_a_builtin_rule_is_refused(unit_rows):
+    X_tr, y_tr, X_v, y_v = unit_rows
+    m = len(y_v)
+
+    def search(value):
+        return PrivateSearchCV(SVC(random_state=0), {"C": Real(0.1, 10, log=True)}, score_sensitivity=value,
+                               n_iter=2, n_candidates=4, random_state=0)
+
+    with pytest.raises(InvalidParameterError, match="below the sensitivity of scoring='accuracy'"):
+        search(0.5 / m).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert search(2.0 / m).fit(X_tr, y_tr, X_val=X_v, y_val=y_v).score_sensitivity_ == 2.0 / m  # more is fine
+
+
+def test_lipschitz_needs_a_score_inside_its_loss_bound(unit_rows):
+    """Alg. 3's sensitivity assumes per-row losses in [-loss_bound, 0]: neg_log_loss capped at 10 with loss_bound 1
+    gave 8x the declared sensitivity."""
+    from privtune.accounting import Accountant, Budget
+    X_tr, y_tr, X_v, y_v = unit_rows
+    params = {"regularization": "C", "lambda_bounds": (1.0, 1.01), "lipschitz": 1.0, "loss_bound": 1.0}
+    acc = Accountant(Budget(1.0, 0.0))
+    for scoring, bounds in (("neg_log_loss", (-10.0, 0.0)), ("accuracy", None)):
+        with pytest.raises(InvalidParameterError, match=r"per-row losses in \[-loss_bound, 0\]"):
+            PrivateSearchCV(SVC(probability=True, random_state=0), {"C": Real(1.0, 1.01)}, method="lipschitz",
+                            scoring=scoring, score_bounds=bounds, method_params=params, n_iter=2, n_candidates=4,
+                            accountant=acc, random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert len(acc.entries) == 0
+
+
+def test_raw_score_paths_refuse_error_score_raise_and_fit_silently(unit_rows):
+    """gp-ucb fits the candidates its raw scores point to: whether a failing candidate is reached, or which public
+    fits warn, would tell the path."""
+    X_tr, y_tr, X_v, y_v = unit_rows
+    with pytest.raises(InvalidParameterError, match="error_score='raise' with method='gp-ucb'"):
+        PrivateSearchCV(SVC(), {"C": Real(0.1, 10, log=True)}, method="gp-ucb", error_score="raise",
+                        n_iter=2, n_candidates=4).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+
+    class WarningSVC(SVC):
+        def fit(self, X, y, **kw):
+            warnings.warn(f"fitted C={self.C}", UserWarning, stacklevel=2)
+            return super().fit(X, y, **kw)
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        PrivateSearchCV(WarningSVC(random_state=0), {"C": Real(0.1, 10, log=True)}, method="gp-ucb", n_iter=3,
+                        n_candidates=8, refit=False, random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert not [w for w in seen if "fitted C=" in str(w.message)]

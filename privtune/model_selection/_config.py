@@ -96,6 +96,11 @@ class _SearchConfigMixin:
         if self.error_score not in ("lower", "raise"):
             raise InvalidParameterError(
                 f"The 'error_score' parameter of {owner} must be 'lower' or 'raise'. Got {self.error_score!r}.")
+        if self.error_score == "raise" and self._resolved_method() in ("gp-ucb", "gp-ucb-exact", "lipschitz"):
+            raise InvalidParameterError(
+                f"error_score='raise' with method={self._resolved_method()!r}: this method's candidates follow the "
+                "raw validation scores, so whether a failing candidate is ever fitted (and the search stops) would "
+                "depend on the sensitive rows. Use error_score='lower' (a failed fit scores the lower bound).")
         if self.error_score == "raise" and training_sensitive:
             raise InvalidParameterError(
                 f"error_score='raise' with sensitive={self.sensitive!r}: whether a fit on sensitive training rows "
@@ -336,6 +341,21 @@ class _SearchConfigMixin:
             params["score_sensitivity"] = sensitivity
         if cfg["method"] == "lipschitz":
             params["n_validation"] = m
+            lo, hi = scorer.bounds  # Alg. 3's sensitivity assumes per-row losses in [-loss_bound, 0]
+            g = (self.method_params or {}).get("loss_bound")
+            if isinstance(g, (int, float)) and not isinstance(g, bool) and (lo < -float(g) or hi > 0.0):
+                raise InvalidParameterError(
+                    f"method='lipschitz' needs a score of per-row losses in [-loss_bound, 0] = [{-float(g)!r}, 0] "
+                    f"(its sensitivity rests on that bound); scoring={scorer.name!r} has bounds {scorer.bounds!r}. "
+                    "Use scoring='neg_log_loss' with score_bounds=(-loss_bound, 0), or a callable declared so.")
+        # the privacy parameters are derived from the search's own settings; method_params must not replace them
+        clash = sorted(set(self.method_params or {}) & (set(params) | {"score_sensitivity", "n_validation",
+                                                                         "score_bounds", "delta", "run_event"}))
+        if clash:
+            raise InvalidParameterError(
+                f"'method_params' must not set {clash}: privtune derives them from PrivateSearchCV's own settings "
+                "(epsilon, delta, n_iter, scoring and score_bounds, score_sensitivity, the validation size), which "
+                "the report and the ledger state. Set those parameters of PrivateSearchCV instead.")
         params.update(dict(self.method_params or {}))
         if cfg.get("stopping") and "one_fit" in cfg:  # each run fits a DP estimator on the sensitive rows
             params["run_event"] = cfg["one_fit"]

@@ -58,6 +58,7 @@ is outside every scorer's sensitivity).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Callable
@@ -69,7 +70,7 @@ import numpy as np
 
 from privtune.exceptions import InvalidParameterError
 from privtune.model_selection._isolation import IsolatedEstimator, isolated_row_values, take_rows
-from privtune.utils._validation import check_integer, check_real
+from privtune.utils._validation import check_integer, check_real, match_declared_labels
 
 __all__ = ["BoundedScorer", "make_bounded_scorer", "BUILTIN_SCORERS"]
 
@@ -103,6 +104,9 @@ class BoundedScorer:
         The worst per-row term, given to a row whose evaluation fails.
     aggregate : {"mean", "balanced"}
         How per-row terms make the score.
+    proven : BoundedScorer or None
+        For a built-in scorer with a declared ``score_sensitivity``: the same
+        scorer with its own rule, a floor for the declared value.
     """
 
     name: str
@@ -115,6 +119,7 @@ class BoundedScorer:
     row_term: Callable[[Any, Any, Any], np.ndarray] | None = None
     row_worst: float = 0.0
     aggregate: str = "mean"
+    proven: BoundedScorer | None = None
 
     def __call__(self, estimator: Any, X: Any, y: Any) -> float:
         """The clipped, row-isolated score; never raises or warns because of a row of ``X`` or ``y``.
@@ -177,8 +182,22 @@ class BoundedScorer:
         return min(self.bounds[1], max(self.bounds[0], v))
 
     def sensitivity(self, n_validation: int, n_classes: int = 2) -> float:
-        """Sensitivity of one score on a validation set of public size ``n_validation`` (replace-one)."""
+        """Sensitivity of one score on a validation set of public size ``n_validation`` (replace-one).
+
+        Raises
+        ------
+        InvalidParameterError
+            If a declared ``score_sensitivity`` is below what a built-in
+            scorer's own rule proves (that would be too little noise).
+        """
         if self.rule == "fixed":
+            if self.proven is not None:
+                floor = self.proven.sensitivity(n_validation, n_classes)
+                if float(self.value) < floor:  # type: ignore[arg-type]
+                    raise InvalidParameterError(
+                        f"The declared score_sensitivity={self.value!r} is below the sensitivity of scoring="
+                        f"{self.name!r} on {n_validation} validation rows ({floor:.6g}, its proven rule): it would "
+                        "add too little noise. Leave score_sensitivity=None, or declare at least that value.")
             return float(self.value)  # type: ignore[arg-type]
         if self.rule == "balanced":
             return 2.0 / (n_classes * self.min_class_size)  # type: ignore[operator]
@@ -220,9 +239,10 @@ def _balanced_mean(est: Any, y: np.ndarray, correct: np.ndarray, min_class_size:
     classes = getattr(est, "classes_", None)
     if classes is None or len(classes) == 0:
         return math.nan  # not a classifier with a public class set: the lower bound, whatever the rows
+    index, inside = match_declared_labels(y, np.asarray(classes))  # entry by entry: no label can raise here
     recalls = []
-    for c in classes:
-        mask = y == c
+    for j in range(len(classes)):
+        mask = inside & (index == j)
         recalls.append(float(np.sum(correct[mask])) / max(int(mask.sum()), int(min_class_size or 1)))
     return float(np.mean(recalls))
 
@@ -262,6 +282,9 @@ def make_bounded_scorer(
                 "reads a score's range off the data.")
         return BoundedScorer(getattr(scoring, "__name__", "custom"), bounds, scoring, width=bounds[1] - bounds[0],
                              **fixed)
+    if fixed and isinstance(scoring, str) and scoring not in _REFUSED:  # a built-in with a proven rule: a floor
+        proven = make_bounded_scorer(scoring, score_bounds=score_bounds, min_class_size=min_class_size)
+        return dataclasses.replace(proven, rule="fixed", value=fixed["value"], proven=proven)
     if isinstance(scoring, str) and scoring in _REFUSED and not fixed:
         raise InvalidParameterError(
             f"scoring={scoring!r} is not supported without a declared 'score_sensitivity': {_REFUSED[scoring]}.")

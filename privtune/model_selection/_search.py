@@ -116,7 +116,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
     score_bounds : (float, float) or None, default=None
         Declared score range (needed for callables and ``neg_log_loss``).
     score_sensitivity : float or None, default=None
-        Declared sensitivity of one score, overriding the scorer's rule.
+        Declared sensitivity of one score, overriding the scorer's rule (for a
+        built-in scorer, at least its proven sensitivity: a smaller value is
+        refused).
         (The value used is in ``score_sensitivity_`` after fit.)
     min_class_size : int or None, default=None
         Declared lower bound on validation records per class (``balanced_accuracy``).
@@ -151,6 +153,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
     method_params : dict or None, default=None
         Extra parameters of the release method (e.g. ``kernel``, ``noise_std``,
         ``selection_share``, ``observation_share``, ``selection``, ``A``, ``tau``).
+        Not the privacy parameters derived from this search's own settings
+        (``epsilon``, ``delta``, ``n_iter``, ``score_bounds``,
+        ``score_sensitivity``, ``n_validation``): refused.
     accountant : Accountant or None, default=None
         Validation-role accountant to charge; ``None`` creates one with budget
         ``(epsilon, delta)``. Not combinable with ``storage``.
@@ -527,9 +532,11 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                 train_acc.spend(ev, phase=phase, role="training", reservation=reservation)
         t_search = time.perf_counter()
         # The scorer silences warnings while it reads validation rows; Python's warning filters are process-wide,
-        # so with threads (n_jobs) another thread's exit could restore them mid-scoring, and a DP fit reads
-        # sensitive training rows: in both cases the whole run is silenced from this thread.
-        quiet = self.sensitive != "validation" or self.n_jobs not in (None, 1)
+        # so with threads (n_jobs) another thread's exit could restore them mid-scoring; a DP fit reads sensitive
+        # training rows; and along a raw-score path (or random stopping's secret number of runs) even the public
+        # fits' warnings tell which candidates were fitted: in these cases the whole run is silenced here.
+        quiet = (self.sensitive != "validation" or self.n_jobs not in (None, 1)
+                 or method.name in _RAW_TRAJECTORY or cfg["stopping"])  # fits along a secret path: silent too
         with warnings.catch_warnings() if quiet else contextlib.nullcontext():
             if quiet:
                 warnings.simplefilter("ignore")
