@@ -169,7 +169,8 @@ class _State:
 
     def _add(self, event: PrivacyEvent) -> None:
         e = to_relation(event, self.relation)
-        self.truncation += _truncation_mass(e)
+        # the cap's mass is a property of the sampler, not of the relation: read it before a conversion can drop it
+        self.truncation += max(_truncation_mass(event), _truncation_mass(e))
         fixed = e.epsilon_delta()
         conditional = e.is_conditional()
         if conditional and fixed is None:

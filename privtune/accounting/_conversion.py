@@ -48,8 +48,19 @@ def dp_relation(relation: str) -> NeighboringRelation:
 
 
 def to_relation(event: ev.PrivacyEvent, relation: str) -> ev.PrivacyEvent:
-    """Express ``event`` under ``relation`` (group privacy for add/remove -> replace-one)."""
+    """Express ``event`` under ``relation`` (group privacy for add/remove -> replace-one).
+
+    A composition's own relation does not speak for the events inside it: they
+    are converted one by one (an add/remove event inside a replace-one
+    ``ComposedEvent`` still doubles), whatever the container says.
+    """
     if event.relation == relation:
+        if isinstance(event, ev.ComposedEvent):
+            inner = tuple(to_relation(e, relation) for e in event.events)
+            return event if inner == event.events else dataclasses.replace(event, events=inner)
+        if isinstance(event, ev.SelfComposedEvent):
+            inner_one = to_relation(event.event, relation)
+            return event if inner_one == event.event else dataclasses.replace(event, event=inner_one)
         return event
     if "offsets_linf" in (event.relation, relation):
         raise UnsupportedEventError(

@@ -281,9 +281,9 @@ class Accountant:
 
         planned = tuple(events)
         with self._lock:
-            if planned:
-                self._trial(ComposedEvent(events=planned))
-            return Reservation(planned, start=self._state.n)
+            if planned:  # composed under this accountant's relation (each event converted as it would be alone)
+                self._trial(ComposedEvent(events=planned, relation=self.relation))
+            return Reservation(planned, start=self._state.n, owner=self)
 
     def spend(self, event: PrivacyEvent, *, phase: str = "", role: str | None = None,
               reservation: Reservation | None = None) -> LedgerEntry:
@@ -313,7 +313,7 @@ class Accountant:
         if not isinstance(phase, str):
             raise InvalidParameterError(f"The 'phase' parameter of spend must be a str. Got {phase!r}.")
         with self._lock:
-            if reservation is not None and reservation._covers(event, self._state.n):
+            if reservation is not None and reservation._covers(event, self._state.n, self):
                 if not isinstance(event, PrivacyEvent):  # pragma: no cover - covers() implies it
                     raise InvalidParameterError("Only PrivacyEvent objects can be charged.")
                 trial = self._state.extended(event)  # bound already checked for the whole plan
@@ -359,13 +359,15 @@ class Accountant:
 class Reservation:
     """A plan of events checked as a whole by :meth:`Accountant.reserve` (see there)."""
 
-    def __init__(self, events: tuple[PrivacyEvent, ...], *, start: int) -> None:
+    def __init__(self, events: tuple[PrivacyEvent, ...], *, start: int, owner: Accountant | None = None) -> None:
         self.events = events
         self._next = 0
         self._expected_n = start
+        self._owner = owner  # a reservation covers spends on the accountant that checked it, and no other
 
-    def _covers(self, event: PrivacyEvent, n: int) -> bool:
-        return (n == self._expected_n and self._next < len(self.events) and self.events[self._next] == event)
+    def _covers(self, event: PrivacyEvent, n: int, accountant: Accountant | None = None) -> bool:
+        return (accountant is self._owner and n == self._expected_n and self._next < len(self.events)
+                and self.events[self._next] == event)
 
     def _advance(self, event: PrivacyEvent, n: int) -> None:
         if self._next < len(self.events) and self.events[self._next] == event and n == self._expected_n + 1:

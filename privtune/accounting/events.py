@@ -153,7 +153,7 @@ def event_from_dict(data: dict[str, Any]) -> PrivacyEvent:
             v = event_from_dict(v)
         elif f.name == "events":
             v = tuple(event_from_dict(e) for e in v)
-        elif v == "inf":
+        elif v == "inf" and f.name not in ("label", "guarantee", "relation"):  # numbers only: a label may be "inf"
             v = math.inf
         kwargs[f.name] = v
     return cls(**kwargs)
@@ -273,8 +273,12 @@ class EpsilonDeltaEvent(PrivacyEvent):
 
 def _amplify_pure(epsilon: float, rate: float) -> float:
     # log(1 + rate (e^eps - 1)), stable for small and large epsilon.
-    if epsilon > 700:
-        return epsilon + math.log(rate) if rate > 0 else 0.0
+    if rate <= 0:
+        return 0.0
+    if epsilon > 700:  # log(q e^eps + (1 - q)) without overflow; never below the exact value
+        a, b = epsilon + math.log(rate), (math.log1p(-rate) if rate < 1 else -math.inf)
+        hi, lo = max(a, b), min(a, b)
+        return hi + math.log1p(math.exp(lo - hi))
     return math.log1p(rate * math.expm1(epsilon))
 
 
@@ -295,6 +299,12 @@ class PoissonSampledEvent(PrivacyEvent):
     def __post_init__(self) -> None:
         super().__post_init__()
         _check_event(self.event, "event", "PoissonSampledEvent")
+        if self.relation != "add_remove" or self.event.relation != "add_remove":
+            raise InvalidParameterError(
+                "PoissonSampledEvent: amplification by Poisson subsampling is analysed under add/remove; declare "
+                "the event and its inner event with relation='add_remove' (under replace-one the amplified bound does "
+                "not hold in general). Got relation="
+                f"{self.relation!r}, inner relation={self.event.relation!r}.")
         object.__setattr__(self, "sample_rate",
                            check_real(self.sample_rate, "sample_rate", low=0.0, high=1.0,
                                       closed="right", owner="PoissonSampledEvent"))
@@ -327,6 +337,11 @@ class SampledWithoutReplacementEvent(PrivacyEvent):
     def __post_init__(self) -> None:
         super().__post_init__()
         _check_event(self.event, "event", "SampledWithoutReplacementEvent")
+        if self.relation != "replace_one" or self.event.relation != "replace_one":
+            raise InvalidParameterError(
+                "SampledWithoutReplacementEvent: amplification by sampling without replacement is analysed under "
+                "replace-one (fixed n); declare the event and its inner event with relation='replace_one'. Got "
+                f"relation={self.relation!r}, inner relation={self.event.relation!r}.")
         n = check_integer(self.dataset_size, "dataset_size", low=1, owner="SampledWithoutReplacementEvent")
         m = check_integer(self.sample_size, "sample_size", low=1, high=n,
                           owner="SampledWithoutReplacementEvent")

@@ -246,9 +246,12 @@ class SQLiteLedger(Ledger):
                 f"{len(entries)} charge(s) where {head[0]} were committed, or their contents changed. Charges may "
                 "have been lost, so resuming could spend the budget again; it is refused. Restore the original "
                 "file, or start a new study (and count what the lost charges spent).")
-        if head is None and entries:  # a ledger written before heads existed: adopt its current state
-            self._conn.execute("INSERT OR REPLACE INTO privtune_ledger_head VALUES (?, ?, ?)",
-                               (self.study, len(entries), digest))
+        if head is None and entries:  # every append writes the head in the same transaction: it was removed
+            raise LedgerError(
+                f"Privacy ledger {self.path!r} (study {self.study!r}) holds {len(entries)} charge(s) but no recorded "
+                "head, which every charge writes with it: the file was damaged or edited, and charges may have "
+                "been lost, so resuming could spend the budget again; it is refused. Restore the original file, or "
+                "start a new study (and count what the lost charges spent).")
         self._digest = digest
         return entries
 

@@ -176,10 +176,12 @@ def _repetition_pmf(mean: float, shape: float, tail: float = REPETITION_TAIL) ->
         # P[K = k] proportional to C(k + eta - 1, k) (1 - gamma)^k; eta = 0: (1 - gamma)^k / k.
         k, w = 1, (shape if shape != 0 else 1.0) * (1 - gamma)
         ratio = lambda k: ((k + shape) / (k + 1)) * (1 - gamma)  # noqa: E731
+    total = math.fsum(weights)  # a running sum: re-summing every weight made large means quadratic
     while True:
         weights.append(w)
+        total += w
         r = ratio(k)
-        if r < 1 and w * r / (1 - r) < tail * math.fsum(weights):
+        if r < 1 and w * r / (1 - r) < tail * total:
             break
         if k > 10**7:  # pragma: no cover - only for absurd means
             raise InvalidParameterError("The mean number of repetitions is too large to sample.")

@@ -41,10 +41,17 @@ refused with :class:`~privtune.exceptions.LedgerError` instead of resumed:
   detected;
 * a completed study must have charges.
 
+A ledger or journal whose head row is missing while it holds entries is refused
+too (the head is written in the same transaction as every entry).
+
 What cannot be detected: a *whole, consistent* older copy of the file (a backup
 restored after more was spent) is indistinguishable from a study that simply
 stopped there. Restoring a backup of a study that went on spending can spend
-the budget again; keep the study file where the search writes it.
+the budget again; keep the study file where the search writes it. The checks
+catch damage and partial losses, not deliberate edits: the hash chain has no
+key, so whoever can write the file can rewrite rows and heads consistently
+(and journal values are not chained). Protect the file like the budget it
+records.
 
 Nothing private is stored: no raw score, no statistic of sensitive rows, and no
 hash of the data (a hash of sensitive data would allow membership tests).
@@ -234,6 +241,8 @@ class Study:
         head = self._conn.execute("SELECT n_keys, max_ledger_n FROM privtune_journal_head WHERE study = ?",
                                   (self.name,)).fetchone()
         problems = []
+        if head is None and n_keys:  # every journal write updates the head in the same transaction
+            problems.append(f"its journal holds {n_keys} released value(s) but no recorded head")
         if head is not None and n_keys != head[0]:
             problems.append(f"its journal holds {n_keys} released value(s) where {head[0]} were written")
         if head is not None and head[1] > n_ledger:
