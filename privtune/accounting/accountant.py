@@ -197,6 +197,11 @@ class Accountant:
         with self._lock:
             if self._spent_cache is None or self._spent_cache[0] != self._state.n:
                 eps, delta, _ = self._state.bound(self._budget.delta)
+                if eps > self._budget.epsilon * (1 + BUDGET_RTOL):  # the tie-break preferred a pure bound over
+                    e2, d2, _ = self._state.bound(self._budget.delta,  # one that fits: report the one that fits
+                                                  epsilon_ceiling=self._budget.epsilon)
+                    if e2 < eps:
+                        eps, delta = e2, d2
                 self._spent_cache = (self._state.n, Budget(eps, min(delta, math.nextafter(1.0, 0.0))))
             return self._spent_cache[1]
 

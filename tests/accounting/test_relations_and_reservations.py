@@ -105,3 +105,16 @@ def test_a_ledger_whose_head_was_removed_is_refused(tmp_path):
     conn.close()
     with pytest.raises(LedgerError, match="no recorded head"):
         SQLiteLedger(path, study="s").entries()
+
+
+def test_spent_reports_a_bound_that_fits_the_budget_it_was_checked_against():
+    acc = Accountant(Budget(2.9996, 1e-4))
+    for _ in range(3):
+        acc.spend(LaplaceEvent(epsilon=1.0))  # accepted through the PLD bound (2.9992, 1e-4)
+    assert acc.spent.epsilon <= 2.9996 and acc.spent.delta <= 1e-4  # was reported as (3.0, 0)
+    assert acc.remaining.epsilon > 0
+    # a pure budget still reports the pure total
+    pure = Accountant(Budget(3.0, 0.0))
+    for _ in range(3):
+        pure.spend(LaplaceEvent(epsilon=1.0))
+    assert pure.spent == Budget(3.0, 0.0)
