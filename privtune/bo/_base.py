@@ -32,6 +32,10 @@ def randomise_on_grid(mech: Any, value: float) -> float:
     return float(mech.randomise(min(max(float(value), -limit), limit)))
 
 
+#: Largest magnitude of a declared score bound: far from float overflow in the release arithmetic.
+_MAX_SCORE_MAGNITUDE = 1e100
+
+
 class ReleaseMethod:
     """A private search strategy over a finite candidate set.
 
@@ -51,6 +55,10 @@ class ReleaseMethod:
                 f"The 'score_bounds' parameter of {owner} must be a (lower, upper) pair. Got {score_bounds!r}.")
         lo = check_real(score_bounds[0], "score_bounds[0]", owner=owner)
         hi = check_real(score_bounds[1], "score_bounds[1]", low=lo, owner=owner)
+        if max(abs(lo), abs(hi)) > _MAX_SCORE_MAGNITUDE:  # scales, midpoints and noise must stay finite: checked
+            raise InvalidParameterError(  # here, before any charge, not found to overflow after it
+                f"The 'score_bounds' parameter of {owner} must lie within +-{_MAX_SCORE_MAGNITUDE:g} (a score range "
+                f"near the float limit overflows the release arithmetic). Got {score_bounds!r}.")
         self.score_bounds = (lo, hi)
 
     @property
@@ -59,7 +67,8 @@ class ReleaseMethod:
 
     @property
     def mid(self) -> float:
-        return 0.5 * (self.score_bounds[1] + self.score_bounds[0])
+        lo, hi = self.score_bounds
+        return lo + 0.5 * (hi - lo)  # no overflow where hi + lo would (bounds near the float limit)
 
     # -- to implement --------------------------------------------------------------
     def plan(self, candidates: CandidateSet) -> list[tuple[PrivacyEvent, str]]:

@@ -178,6 +178,7 @@ class GPUCB(GPMethod):
                 public_observations: Sequence[Any], callback: Callback | None) -> Release:
         self.constants(candidates)  # computed (and gamma_T cached) before any access
         plan = self.plan(candidates)
+        self._engine(candidates, self.noise_var, self.loop_delta, public_observations)  # public: fails before paying
         self._charge(accountant, plan)
         engine, observed = self._loop(f, candidates, accountant, public_observations, callback, self.noise_var)
         T = engine.t

@@ -115,6 +115,7 @@ class GPUCBExact(GPUCB):
                 public_observations: Sequence[Any], callback: Callback | None) -> Release:
         consts = self.constants(candidates)
         plan = self.plan(candidates)
+        self._engine(candidates, 0.0, self.loop_delta, public_observations)  # public: fails before paying
         self._charge(accountant, plan)
         engine, observed = self._loop(f, candidates, accountant, public_observations, callback, 0.0)
         T = engine.t

@@ -173,8 +173,8 @@ class LipschitzRelease(GPMethod):
         self._check_space(candidates)
         consts = self.constants()
         plan = self.plan(candidates)
+        engine = self._engine(candidates, self.noise_std**2, 0.5, public_observations)  # public: before paying
         self._charge(accountant, plan)
-        engine = self._engine(candidates, self.noise_std**2, 0.5, public_observations)
         scores: dict[int, float] = {}  # raw (private)
         f.pay(self.n_iter)
         best = -math.inf

@@ -18,7 +18,11 @@ Jitter: if ``s - lᵀl`` falls below ``min_pivot`` (possible only with zero or
 tiny noise and a repeated or near-repeated point), the observation's noise
 variance is raised by the deficit so that the squared pivot equals
 ``min_pivot``; the amount is recorded per observation in ``jitter``. It depends
-only on the observed locations, never on the observed values.
+only on the observed locations, never on the observed values. A negative
+squared pivot can come only from rounding (privtune's kernels are positive
+semi-definite by construction) and is floored the same way, never refused: in
+the GP methods the locations follow the raw scores, after the charge, so a
+refusal would depend on the data.
 """
 
 from __future__ import annotations
@@ -28,11 +32,8 @@ import math
 import numpy as np
 from scipy.linalg import solve_triangular
 
-from privtune.exceptions import InvalidParameterError
-
 __all__ = ["IncrementalCholesky"]
 
-_NOT_PSD_TOL = 1e-8  # a squared pivot below -tol * s means the covariance is not PSD
 
 
 class IncrementalCholesky:
@@ -109,12 +110,7 @@ class IncrementalCholesky:
         l = self.solve_lower(np.asarray(k_prev, dtype=np.float64))
         p2 = s - float(l @ l)
         jitter = 0.0
-        if p2 < self.min_pivot:
-            if p2 < -_NOT_PSD_TOL * max(abs(s), 1.0):
-                raise InvalidParameterError(
-                    "The covariance of the observations is not positive semi-definite "
-                    f"(squared pivot {p2:.3g}); check the kernel or covariance matrix."
-                )
+        if p2 < self.min_pivot:  # never refused: after the charge, a refusal would depend on the raw-score path
             jitter = self.min_pivot - p2
             p2 = self.min_pivot
         pivot = math.sqrt(p2)

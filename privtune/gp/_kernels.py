@@ -57,6 +57,10 @@ def _as_points(X: Any, name: str, n_dims: int | None = None) -> np.ndarray:
     return arr
 
 
+#: Largest allowed sum(lengthscale**-2): squared distances on the unit cube stay far from float overflow.
+_MAX_INVERSE_SQUARED = 1e100
+
+
 class InputKernel:
     """k2: a stationary kernel on the encoded unit cube with a fixed lengthscale.
 
@@ -107,6 +111,16 @@ class InputKernel:
                     f"Got {lengthscale!r} instead."
                 )
             self.n_dims = int(ls.size)
+        # Encoded points lie in the unit cube, so r**2 <= sum(ls**-2) (times d for one shared value): keep that
+        # finite with room, or a covariance could overflow to inf * 0 = NaN for some pairs of candidates only --
+        # which pairs a GP method meets follows its raw scores, so the failure would depend on the data.
+        with np.errstate(over="ignore", divide="ignore"):
+            worst = float(np.sum(ls**-2.0))
+        if not math.isfinite(worst) or worst > _MAX_INVERSE_SQUARED:
+            raise InvalidParameterError(
+                "The 'lengthscale' parameter of InputKernel is too small: sum(lengthscale**-2) must be at most "
+                f"{_MAX_INVERSE_SQUARED:g} so that every covariance on the unit cube is finite. Got {lengthscale!r} "
+                "instead.")
         self.lengthscale = float(ls[0]) if self.n_dims is None else tuple(float(v) for v in ls)
         self._module = self._build_module(ls)
 
@@ -159,12 +173,14 @@ class InputKernel:
         large share of it.
         """
         ls = self.lengthscale_array
-        diff = (X - x[None, :]) / ls
-        sq = np.einsum("ij,ij->i", diff, diff)
-        if self.kind == "matern52":
-            r = np.sqrt(sq)
-            return (1.0 + math.sqrt(5.0) * r + (5.0 / 3.0) * sq) * np.exp(-math.sqrt(5.0) * r)
-        return np.exp(-0.5 * sq)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            diff = (X - x[None, :]) / ls
+            sq = np.einsum("ij,ij->i", diff, diff)
+            if self.kind == "matern52":
+                r = np.sqrt(sq)
+                k = (1.0 + math.sqrt(5.0) * r + (5.0 / 3.0) * sq) * np.exp(-math.sqrt(5.0) * r)
+                return np.where(np.isfinite(sq), k, 0.0)  # r = inf: the limit 0, never inf * 0
+            return np.exp(-0.5 * sq)
 
     def diag(self, X: Any) -> np.ndarray:
         """``k2(x, x) = 1`` for every row of ``X``."""

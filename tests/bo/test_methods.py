@@ -209,3 +209,46 @@ def test_gamma_t_cache_never_serves_another_candidate_set():
         del cands
         gc.collect()  # ids are recycled after collection
     assert len(set(values)) > 1
+
+
+# ----------------------------------------------------------------------------- numeric failure paths (audit)
+def test_a_lengthscale_that_could_overflow_a_covariance_is_refused():
+    """With lengthscale (0.2, (1/3) / 1e154) a Matérn column was NaN for candidates two grid steps apart only:
+    gp-ucb raised after its charge on one neighbour's path and not on the other's."""
+    with pytest.raises(InvalidParameterError, match="lengthscale.*too small"):
+        InputKernel([0.2, (1 / 3) / 1e154])
+    k = InputKernel([0.2, 1e-40])  # small but safe: every column finite, far pairs exactly 0
+    col = k.column(np.array([[0.0, 0.0], [0.0, 1.0], [0.0, 2.0 / 3.0]]), np.array([0.0, 0.0]))
+    assert np.all(np.isfinite(col)) and col[0] == 1.0 and col[1] == 0.0
+
+
+@pytest.mark.parametrize("make", [
+    lambda b: GPUCB(epsilon=1.0, delta=1e-3, n_iter=3, score_bounds=b),
+    lambda b: NoisyUCB(epsilon=1.0, delta=1e-3, n_iter=3, score_sensitivity=1.0, score_bounds=b),
+    lambda b: RandomSearch(epsilon=1.0, n_iter=3, score_sensitivity=1.0, score_bounds=b),
+], ids=["gp-ucb", "noisy-ucb", "random"])
+def test_score_bounds_near_the_float_limit_are_refused_before_any_charge(make):
+    """(1e308, 1.7e308) charged the budget and then released -inf or NaN (the midpoint overflowed)."""
+    with pytest.raises(InvalidParameterError, match="must lie within"):
+        make((1e308, 1.7e308))
+
+
+def test_gp_methods_read_their_public_observations_before_paying(cands2d):
+    """A malformed public observation (task 0) was refused after the charge."""
+    for method in (GPUCB(epsilon=1.0, delta=1e-6, n_iter=3), GPUCBExact(epsilon=1.0, delta=1e-6, n_iter=3, A=0.1,
+                                                                            tau=1.0)):
+        acc = Accountant(Budget(1.0, 1e-6))
+        with pytest.raises(InvalidParameterError, match="task"):
+            method.run(bump, cands2d, accountant=acc, random_state=0,
+                       public_observations=[(0, cands2d.X[0], 0.5)])
+        assert len(acc.entries) == 0
+
+
+def test_a_negative_squared_pivot_from_rounding_is_floored_not_refused():
+    """The incremental Cholesky refused a squared pivot below -1e-8 (rounding with zero noise), after the charge,
+    with the pivot in the message: whether it happened followed the raw-score path."""
+    from privtune.gp._incremental import IncrementalCholesky
+    chol = IncrementalCholesky(n_candidates=2, capacity=4, min_pivot=1e-10)
+    chol.extend(np.zeros(0), 1.0, np.array([1.0, 0.5]))
+    _, pivot, _ = chol.extend(np.array([1.0]), 1.0 - 1e-6, np.array([1.0, 0.5]))  # s - l'l = -1e-6
+    assert pivot == pytest.approx(1e-5) and chol.jitter[-1] == pytest.approx(1e-6 + 1e-10)
