@@ -255,13 +255,18 @@ def test_a_study_whose_ledger_and_head_were_rolled_back_behind_its_journal_is_re
         _search(path, "noisy-ucb").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
 
 
-def test_a_study_whose_journal_lost_releases_is_refused(tmp_path):
+@pytest.mark.parametrize("with_head, match", [(False, "journal holds"), (True, "no recorded head")])
+def test_a_study_whose_journal_lost_releases_is_refused(tmp_path, with_head, match):
+    """Deleting the journal's head with a release used to pass (the check ran only when a head existed): the
+    release would be drawn again while its charge is replayed as paid."""
     path = _run_child_killed_at(tmp_path, "noisy-ucb", 5)
     conn = _raw(path)
     conn.execute("DELETE FROM privtune_journal WHERE study = 's' AND key = 'observation:2'")
+    if with_head:
+        conn.execute("DELETE FROM privtune_journal_head WHERE study = 's'")
     conn.close()
     X_tr, y_tr, X_v, y_v = _data()
-    with pytest.raises(LedgerError, match="journal holds"):
+    with pytest.raises(LedgerError, match=match):
         _search(path, "noisy-ucb").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
 
 
@@ -276,16 +281,3 @@ def test_an_old_wal_mode_study_is_converted_without_losing_charges(tmp_path):
     led.close()
     conn = sqlite3.connect(path, isolation_level=None)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
-
-
-def test_a_study_whose_journal_lost_releases_and_its_head_is_refused(tmp_path):
-    """Deleting the journal's head with a release used to pass (the check ran only when a head existed): the
-    release would be drawn again while its charge is replayed as paid."""
-    path = _run_child_killed_at(tmp_path, "noisy-ucb", 5)
-    conn = _raw(path)
-    conn.execute("DELETE FROM privtune_journal WHERE study = 's' AND key = 'observation:2'")
-    conn.execute("DELETE FROM privtune_journal_head WHERE study = 's'")
-    conn.close()
-    X_tr, y_tr, X_v, y_v = _data()
-    with pytest.raises(LedgerError, match="no recorded head"):
-        _search(path, "noisy-ucb").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
