@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 
+from privtune.exceptions import InvalidParameterError
+
 __all__ = ["screen_on_public_rows"]
 
 
@@ -53,6 +55,11 @@ def screen_on_public_rows(estimator: Any, method: Any, scorer: Any, candidates: 
     CandidateSet
         The kept candidates, in their original order.
 
+    Raises
+    ------
+    InvalidParameterError
+        With fewer public training rows than folds (nothing is spent).
+
     Notes
     -----
     **Privacy.** Free: only public training rows, public hyperparameters and
@@ -62,6 +69,12 @@ def screen_on_public_rows(estimator: Any, method: Any, scorer: Any, candidates: 
 
     from privtune.space._candidates import CandidateSet
 
+    n_rows = int(X_tr.shape[0])
+    if n_rows < method.screen_cv:
+        raise InvalidParameterError(
+            f"method='prescreen' scores candidates by {method.screen_cv}-fold cross-validation on the public "
+            f"training rows, which needs at least {method.screen_cv} of them; got {n_rows}. Lower "
+            "method_params['screen_cv'], pass more training rows, or use method='random'. Nothing was spent.")
     n_screen, n_keep = method.sizes(len(candidates))
     rng = np.random.default_rng([seeds[1], 7])
     screened = np.sort(rng.permutation(len(candidates))[:n_screen])

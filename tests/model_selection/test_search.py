@@ -491,3 +491,13 @@ def test_a_minute_sensitivity_never_makes_the_release_refuse(method):
                                                                                               y_val=labels)
             for labels in (half, yv)]
     assert all(np.isfinite(r.best_score_) for r in runs) and len(runs[0].ledger_) == len(runs[1].ledger_)
+
+
+def test_prescreen_with_fewer_training_rows_than_folds_says_so_and_spends_nothing(data):
+    from privtune.accounting import Accountant, Budget
+    X_tr, y_tr, X_val, y_val = data
+    acc = Accountant(Budget(1.0, 1e-6))
+    with pytest.raises(InvalidParameterError, match="needs at least 3"):
+        PrivateSearchCV(SVC(random_state=0), {"C": Real(0.1, 10, log=True)}, method="prescreen", n_iter=2,
+                        n_candidates=4, accountant=acc).fit(X_tr[:2], y_tr[:2], X_val=X_val, y_val=y_val)
+    assert len(acc.entries) == 0

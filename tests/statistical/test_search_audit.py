@@ -53,8 +53,8 @@ class TwoModels(ClassifierMixin, BaseEstimator):
 
 
 def _data():
-    X_tr = np.array([[-1.0, 0.0], [1.0, 0.0]])
-    y_tr = np.array([0, 1])
+    X_tr = np.array([[-1.0, 0.0], [1.0, 0.0]] * 3)  # public; six rows so that prescreen's 3-fold screening runs
+    y_tr = np.array([0, 1] * 3)
     x0 = np.concatenate([-np.linspace(0.1, 2.0, M // 2), np.linspace(0.1, 2.0, M // 2)])
     X_val = np.column_stack([x0, np.zeros(M)])
     y_val = (x0 > 0).astype(int)  # k=0 scores 1.0, k=1 scores 0.5
@@ -92,26 +92,49 @@ def _sampler(data, method, epsilon, *, broken=None, output="score"):
         with pytest.MonkeyPatch.context() as mp:
             if broken == "isolation":
                 mp.setattr(_scoring, "isolated_row_values", _broken_isolation)
+            if broken == "sensitivity":  # the scorer's rule itself under-states accuracy's 1/m (the public API
+                factor = 4 if method == "random" else 20  # refuses a declared value below it)
+                proven = _scoring.BoundedScorer.sensitivity
+                mp.setattr(_scoring.BoundedScorer, "sensitivity",
+                           lambda self, m, k=2: proven(self, m, k) / factor)
             for _ in range(n):
                 search = PrivateSearchCV(
                     TwoModels(), {"k": Categorical([0, 1])}, method=method, epsilon=epsilon, delta=1e-5, n_iter=2,
-                    n_candidates=2, refit=False, random_state=next(seeds),
-                    score_sensitivity=(1 / M / (4 if method == "random" else 20) if broken == "sensitivity"
-                                       else None))
+                    n_candidates=2, refit=False, random_state=next(seeds))
                 search.fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
                 out.append(search.release_.score if output == "score" else search.best_params_["k"])
         return np.asarray(out)
     return sample
 
 
-@pytest.mark.parametrize("method,epsilon,n", [("random", 2.0, 800), ("noisy-ucb", 2.0, 500)])
+@pytest.mark.parametrize("method,epsilon,n", [("random", 2.0, 800), ("noisy-ucb", 2.0, 500), ("prescreen", 2.0, 800)])
 @pytest.mark.parametrize("pair,twin", [("failure", "isolation"), ("label", "sensitivity")])
 def test_private_search_cv_passes_an_end_to_end_audit_and_its_broken_twin_is_flagged(method, epsilon, n, pair, twin):
     d, d2 = _neighbour(pair)
-    delta = 0.0 if method == "random" else 1e-5
+    delta = 0.0 if method in ("random", "prescreen") else 1e-5
     kw = dict(epsilon=epsilon, delta=delta, n_samples=n, confidence=0.999, random_state=0)
     ok = audit_mechanism(_sampler(d, method, epsilon), _sampler(d2, method, epsilon), **kw)
     bad = audit_mechanism(_sampler(d, method, epsilon, broken=twin), _sampler(d2, method, epsilon, broken=twin),
                           **kw)
     assert not ok.violation, ok
     assert bad.violation, bad
+
+
+def test_the_released_choice_passes_an_audit_and_its_broken_twin_is_flagged():
+    """The released best_params_ (random's exponential selection), not only the released score. The candidates
+    tie (both score 0.75) and the pair flips one label, moving k=0 down and k=1 up by one row each: the real
+    search's log-odds move by at most epsilon; the twin whose sensitivity rule is 20 times too small is caught."""
+    X_tr, y_tr, X_val, _ = _data()
+    y_val = (X_val[:, 0] > 0).astype(int)
+    y_val[M // 4: M // 2] = 1  # half of the x0 < 0 rows labelled 1: k=0 and k=1 both score 30/40
+    y2 = y_val.copy()
+    y2[0] = 1  # row 0 (x0 < 0, label 0): k=0 becomes wrong, k=1 right
+    d, d2 = (X_tr, y_tr, X_val, y_val), (X_tr, y_tr, X_val, y2)
+    method = "random"
+    kw = dict(epsilon=2.0, delta=0.0, n_samples=800, confidence=0.999, random_state=0, output_type="discrete")
+    ok = audit_mechanism(_sampler(d, method, 2.0, output="params"), _sampler(d2, method, 2.0, output="params"), **kw)
+    bad = audit_mechanism(_sampler(d, method, 2.0, broken="sensitivity", output="params"),
+                          _sampler(d2, method, 2.0, broken="sensitivity", output="params"), **kw)
+    assert not ok.violation, ok
+    assert bad.violation, bad
+
