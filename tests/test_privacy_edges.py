@@ -479,11 +479,13 @@ def test_lipschitz_needs_a_score_inside_its_loss_bound(unit_rows):
     X_tr, y_tr, X_v, y_v = unit_rows
     params = {"regularization": "C", "lambda_bounds": (1.0, 1.01), "lipschitz": 1.0, "loss_bound": 1.0}
     acc = Accountant(Budget(1.0, 0.0))
-    for scoring, bounds in (("neg_log_loss", (-10.0, 0.0)), ("accuracy", None)):
+    for scoring, bounds, g in (("neg_log_loss", (-10.0, 0.0), 1.0), ("accuracy", None, 1.0),
+                               ("neg_log_loss", (-10.0, 0.0), np.float32(1.0))):  # numpy reals were let through
         with pytest.raises(InvalidParameterError, match=r"per-row losses in \[-loss_bound, 0\]"):
             PrivateSearchCV(SVC(probability=True, random_state=0), {"C": Real(1.0, 1.01)}, method="lipschitz",
-                            scoring=scoring, score_bounds=bounds, method_params=params, n_iter=2, n_candidates=4,
-                            accountant=acc, random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+                            scoring=scoring, score_bounds=bounds, method_params={**params, "loss_bound": g},
+                            n_iter=2, n_candidates=4, accountant=acc, random_state=0).fit(X_tr, y_tr, X_val=X_v,
+                                                                                         y_val=y_v)
     assert len(acc.entries) == 0
 
 
@@ -505,3 +507,15 @@ def test_raw_score_paths_refuse_error_score_raise_and_fit_silently(unit_rows):
         PrivateSearchCV(WarningSVC(random_state=0), {"C": Real(0.1, 10, log=True)}, method="gp-ucb", n_iter=3,
                         n_candidates=8, refit=False, random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     assert not [w for w in seen if "fitted C=" in str(w.message)]
+
+
+def test_worker_processes_are_silenced_too(unit_rows, capfd):
+    """With n_jobs=2 the public fits run in worker processes, which ignore the caller's warning filters: random
+    stopping printed one ConvergenceWarning per run, i.e. its secret K (review finding)."""
+    from sklearn.linear_model import LogisticRegression
+    X_tr, y_tr, X_v, y_v = unit_rows
+    PrivateSearchCV(LogisticRegression(max_iter=1), {"C": Real(0.1, 10, log=True)}, n_iter=4, n_candidates=8,
+                    method="random", method_params={"selection": "random-stopping"}, delta=1e-6, n_jobs=2,
+                    refit=False, random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert "ConvergenceWarning" not in capfd.readouterr().err
+

@@ -61,6 +61,11 @@ def to_relation(event: ev.PrivacyEvent, relation: str) -> ev.PrivacyEvent:
         if isinstance(event, ev.SelfComposedEvent):
             inner_one = to_relation(event.event, relation)
             return event if inner_one == event.event else dataclasses.replace(event, event=inner_one)
+        odd = [type(c).__name__ for c in event.children() if c.relation != event.relation]
+        if odd:  # a wrapper's bound (selection, sampling) is computed for its inner event as declared
+            raise UnsupportedEventError(
+                f"{type(event).__name__} of relation {event.relation!r} wraps {odd} declared under another "
+                "relation; declare the inner event under the wrapper's relation (convert it first).")
         return event
     if "offsets_linf" in (event.relation, relation):
         raise UnsupportedEventError(

@@ -341,13 +341,6 @@ class _SearchConfigMixin:
             params["score_sensitivity"] = sensitivity
         if cfg["method"] == "lipschitz":
             params["n_validation"] = m
-            lo, hi = scorer.bounds  # Alg. 3's sensitivity assumes per-row losses in [-loss_bound, 0]
-            g = (self.method_params or {}).get("loss_bound")
-            if isinstance(g, (int, float)) and not isinstance(g, bool) and (lo < -float(g) or hi > 0.0):
-                raise InvalidParameterError(
-                    f"method='lipschitz' needs a score of per-row losses in [-loss_bound, 0] = [{-float(g)!r}, 0] "
-                    f"(its sensitivity rests on that bound); scoring={scorer.name!r} has bounds {scorer.bounds!r}. "
-                    "Use scoring='neg_log_loss' with score_bounds=(-loss_bound, 0), or a callable declared so.")
         # the privacy parameters are derived from the search's own settings; method_params must not replace them
         clash = sorted(set(self.method_params or {}) & (set(params) | {"score_sensitivity", "n_validation",
                                                                          "score_bounds", "delta", "run_event"}))
@@ -367,11 +360,20 @@ class _SearchConfigMixin:
                         f"{cfg['one_fit_budget'].epsilon!r}) and the randomly stopped runs: raise epsilon, lower the "
                         "estimator's epsilon, or set refit=False.")
         try:
-            return make_method(cfg["method"], **params)
+            method = make_method(cfg["method"], **params)
         except TypeError as exc:
             raise InvalidParameterError(f"Invalid 'method_params' for method={cfg['method']!r}"
                                         + (" (method='auto')" if self.method == "auto" else "")
                                         + f": {exc}") from None
+        if cfg["method"] == "lipschitz":  # Alg. 3's sensitivity assumes per-row losses in [-loss_bound, 0]
+            lo, hi = scorer.bounds
+            g = float(method.loss_bound)  # validated by the method (any real number type)
+            if lo < -g or hi > 0.0:
+                raise InvalidParameterError(
+                    f"method='lipschitz' needs a score of per-row losses in [-loss_bound, 0] = [{-g!r}, 0] "
+                    f"(its sensitivity rests on that bound); scoring={scorer.name!r} has bounds {scorer.bounds!r}. "
+                    "Use scoring='neg_log_loss' with score_bounds=(-loss_bound, 0), or a callable declared so.")
+        return method
 
     def _public_config(self, cfg: dict[str, Any], m: int, train_shape: tuple[int, ...]) -> dict[str, Any]:
         """What a study stores and compares on resume: public quantities only (no data, no hash of it)."""

@@ -31,6 +31,7 @@ from privtune.exceptions import (
 from privtune.logging import get_logger
 from privtune.model_selection._config import _SearchConfigMixin
 from privtune.model_selection._inputs import _params_key
+from privtune.model_selection._parallel import make_mapper
 from privtune.model_selection._prescreen import screen_on_public_rows
 from privtune.model_selection._progress import _Progress
 from privtune.model_selection._results import _SearchResultsMixin
@@ -494,7 +495,15 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                 scores = Parallel(n_jobs=self.n_jobs, backend="threading")(delayed(fit_and_score)(*j) for j in jobs)
             return float(np.mean(scores))
 
-        mapper = self._mapper(threads=tickets is not None) if (self.n_jobs not in (None, 1)) else None
+        # The scorer silences warnings while it reads validation rows; Python's warning filters are process-wide,
+        # so with threads (n_jobs) another thread's exit could restore them mid-scoring; a DP fit reads sensitive
+        # training rows; and along a raw-score path (or random stopping's secret number of runs) even the public
+        # fits' warnings tell which candidates were fitted: in these cases the whole run is silenced, here and in
+        # every worker process (which does not inherit this process's filters).
+        quiet = (self.sensitive != "validation" or self.n_jobs not in (None, 1)
+                 or method.name in _RAW_TRAJECTORY or cfg["stopping"])
+        mapper = (make_mapper(self.n_jobs, threads=tickets is not None, quiet=quiet)
+                  if self.n_jobs not in (None, 1) else None)
         # A progress display on the local terminal, never part of a release. The GP methods report each
         # (released) iteration; ``random`` with the exponential selection counts the evaluations of its fixed,
         # data-independent batch when they run in this process. Random stopping shows nothing: its number of
@@ -531,12 +540,6 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             for ev, phase in train_plan:
                 train_acc.spend(ev, phase=phase, role="training", reservation=reservation)
         t_search = time.perf_counter()
-        # The scorer silences warnings while it reads validation rows; Python's warning filters are process-wide,
-        # so with threads (n_jobs) another thread's exit could restore them mid-scoring; a DP fit reads sensitive
-        # training rows; and along a raw-score path (or random stopping's secret number of runs) even the public
-        # fits' warnings tell which candidates were fitted: in these cases the whole run is silenced here.
-        quiet = (self.sensitive != "validation" or self.n_jobs not in (None, 1)
-                 or method.name in _RAW_TRAJECTORY or cfg["stopping"])  # fits along a secret path: silent too
         with warnings.catch_warnings() if quiet else contextlib.nullcontext():
             if quiet:
                 warnings.simplefilter("ignore")
@@ -577,7 +580,10 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                 best.set_params(accountant=FitTickets(tickets.budget, 1).accountant())
             t0 = time.perf_counter()
             try:
-                best.fit(X_tr, y_tr, **fit_params)
+                with warnings.catch_warnings() if train_acc is not None else contextlib.nullcontext():
+                    if train_acc is not None:  # a DP refit reads sensitive training rows: its warnings too
+                        warnings.simplefilter("ignore")
+                    best.fit(X_tr, y_tr, **fit_params)
             except (BudgetExceededError, LedgerError):
                 raise
             except Exception as exc:  # noqa: BLE001
@@ -605,14 +611,3 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         _logger.info("private search done: method=%s, guarantee=%s, epsilon spent %.4g", method.name,
                      release.guarantee, self.privacy_spent_["overall"].epsilon)
         return self
-
-    def _mapper(self, threads: bool = False) -> Callable[..., list[Any]]:
-        """A joblib map; threads when fits charge a shared training accountant (processes would charge copies)."""
-        from joblib import Parallel, delayed
-
-        n_jobs = self.n_jobs
-        backend = "threading" if threads else None
-
-        def mapper(fn: Callable[[Any], float], items: Sequence[Any]) -> list[Any]:
-            return list(Parallel(n_jobs=n_jobs, backend=backend)(delayed(fn)(it) for it in items))
-        return mapper

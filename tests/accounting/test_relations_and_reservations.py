@@ -118,3 +118,13 @@ def test_spent_reports_a_bound_that_fits_the_budget_it_was_checked_against():
     for _ in range(3):
         pure.spend(LaplaceEvent(epsilon=1.0))
     assert pure.spent == Budget(3.0, 0.0)
+
+
+def test_a_wrapper_refuses_an_inner_event_of_another_relation():
+    """RepeatAndSelectEvent (replace-one) around an add/remove Laplace(1) was charged as if the inner event were
+    replace-one (2.27 instead of 3.40)."""
+    from privtune.exceptions import UnsupportedEventError
+    ev = RepeatAndSelectEvent(event=AR_LAPLACE, mean=10, shape=1.0)
+    with pytest.raises(UnsupportedEventError, match="declared under another relation"):
+        Accountant(Budget(100.0, 1e-6)).check(ev)
+

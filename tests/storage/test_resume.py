@@ -255,14 +255,14 @@ def test_a_study_whose_ledger_and_head_were_rolled_back_behind_its_journal_is_re
         _search(path, "noisy-ucb").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
 
 
-@pytest.mark.parametrize("with_head, match", [(False, "journal holds"), (True, "no recorded head")])
-def test_a_study_whose_journal_lost_releases_is_refused(tmp_path, with_head, match):
+@pytest.mark.parametrize("delete_head, match", [(False, "journal holds"), (True, "no recorded head")])
+def test_a_study_whose_journal_lost_releases_is_refused(tmp_path, delete_head, match):
     """Deleting the journal's head with a release used to pass (the check ran only when a head existed): the
     release would be drawn again while its charge is replayed as paid."""
     path = _run_child_killed_at(tmp_path, "noisy-ucb", 5)
     conn = _raw(path)
     conn.execute("DELETE FROM privtune_journal WHERE study = 's' AND key = 'observation:2'")
-    if with_head:
+    if delete_head:
         conn.execute("DELETE FROM privtune_journal_head WHERE study = 's'")
     conn.close()
     X_tr, y_tr, X_v, y_v = _data()
