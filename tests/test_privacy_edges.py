@@ -489,6 +489,34 @@ def test_lipschitz_needs_a_score_inside_its_loss_bound(unit_rows):
     assert len(acc.entries) == 0
 
 
+def test_lipschitz_refuses_a_score_sensitivity_above_loss_bound_over_m(unit_rows):
+    """Alg. 3 calibrates to loss_bound/m (a mean of bounded per-row losses): a declared score_sensitivity of 1 (a
+    callable whose one row can move the score by the whole range) was silently ignored, 40x too little noise on
+    40 validation rows. Declaring exactly loss_bound/m, or nothing, is fine."""
+    from privtune.accounting import Accountant, Budget
+    X_tr, y_tr, X_v, y_v = unit_rows
+    m = len(y_v)
+
+    def worst_row_loss(est, X, y):  # not a mean: the worst row's loss
+        return -float(np.max(np.abs(est.predict(X) - y)))
+
+    params = {"regularization": "C", "lambda_bounds": (1.0, 1.01), "lipschitz": 1.0, "loss_bound": 1.0}
+    acc = Accountant(Budget(10.0, 0.0))
+
+    def search(sens):
+        return PrivateSearchCV(SVC(random_state=0), {"C": Real(1.0, 1.01)}, method="lipschitz",
+                               scoring=worst_row_loss, score_bounds=(-1.0, 0.0), score_sensitivity=sens,
+                               method_params=params, n_iter=2, n_candidates=2, accountant=acc, random_state=0,
+                               refit=False)
+
+    with pytest.raises(InvalidParameterError, match="would add too little noise"):
+        search(1.0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert len(acc.entries) == 0
+    for sens in (None, 1.0 / m):
+        assert search(sens).fit(X_tr, y_tr, X_val=X_v, y_val=y_v).release_.diagnostics["constants"][
+            "per_lambda_sensitivity"] == pytest.approx(1.0 / m)
+
+
 def test_raw_score_paths_refuse_error_score_raise_and_fit_silently(unit_rows):
     """gp-ucb fits the candidates its raw scores point to: whether a failing candidate is reached, or which public
     fits warn, would tell the path."""

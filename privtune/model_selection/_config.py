@@ -373,6 +373,13 @@ class _SearchConfigMixin:
                     f"method='lipschitz' needs a score of per-row losses in [-loss_bound, 0] = [{-g!r}, 0] "
                     f"(its sensitivity rests on that bound); scoring={scorer.name!r} has bounds {scorer.bounds!r}. "
                     "Use scoring='neg_log_loss' with score_bounds=(-loss_bound, 0), or a callable declared so.")
+            if sensitivity > (g / m) * (1.0 + 1e-12):  # the method's noise is g*/m-based: a larger one is ignored
+                raise InvalidParameterError(
+                    f"method='lipschitz' calibrates its noise to a mean of {m} per-row losses in [-loss_bound, 0] "
+                    f"(sensitivity loss_bound/m = {g / m:.6g}); the score's sensitivity is {sensitivity:.6g} "
+                    f"(score_sensitivity={self.score_sensitivity!r}, scoring={scorer.name!r}), so the score is not "
+                    "such a mean and the method would add too little noise. Use another method, or a score that is "
+                    "a mean of bounded per-row losses.")
         return method
 
     def _public_config(self, cfg: dict[str, Any], m: int, train_shape: tuple[int, ...]) -> dict[str, Any]:
