@@ -14,8 +14,9 @@ twin at the same sample size: a search whose scoring turns a failing batch into 
 twentieth for ``noisy-ucb``, whose Gaussian noise needs a larger error to be seen at this sample size). The claims
 are epsilon = 2 (for ``noisy-ucb`` with delta = 1e-5), so that a twin's excess shows within a few hundred runs; m = 40
 validation rows. Split-sample Clopper-Pearson bounds at 99.9 % confidence (``privtune.testing.audit_mechanism``).
-Measured when written: real searches 0.08 / 0.0 (random / noisy-ucb), twins 2.3-3.7. Passing is evidence, not a
-proof.
+Measured when written: real searches 0.08 / 0.0 (random / noisy-ucb), twins 2.3-3.7. ``gp-ucb``, ``gp-ucb-exact`` and
+``lipschitz`` are audited the same way at the end of this file (their twins are explained there). Passing is
+evidence, not a proof.
 """
 
 import numpy as np
@@ -23,8 +24,10 @@ import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from privtune import PrivateSearchCV
+from privtune.bo import gp_ucb, gp_ucb_exact
+from privtune.bo.lipschitz import LipschitzRelease
 from privtune.model_selection import _scoring
-from privtune.space import Categorical
+from privtune.space import Categorical, Real
 from privtune.testing import audit_mechanism
 
 pytestmark = pytest.mark.statistical
@@ -55,7 +58,7 @@ class TwoModels(ClassifierMixin, BaseEstimator):
 def _data():
     X_tr = np.array([[-1.0, 0.0], [1.0, 0.0]] * 3)  # public; six rows so that prescreen's 3-fold screening runs
     y_tr = np.array([0, 1] * 3)
-    x0 = np.concatenate([-np.linspace(0.1, 2.0, M // 2), np.linspace(0.1, 2.0, M // 2)])
+    x0 = np.concatenate([-np.linspace(2.0, 0.1, M // 2), np.linspace(0.1, 2.0, M // 2)])  # row 0: x0 = -2
     X_val = np.column_stack([x0, np.zeros(M)])
     y_val = (x0 > 0).astype(int)  # k=0 scores 1.0, k=1 scores 0.5
     return X_tr, y_tr, X_val, y_val
@@ -152,3 +155,93 @@ def test_random_stopping_passes_an_end_to_end_audit_and_its_broken_twin_is_flagg
     assert not ok.violation, ok
     assert bad.violation, bad
 
+
+
+# ----------------------------------------------------------------------------- gp-ucb, gp-ucb-exact, lipschitz
+# Kusner's Algorithms 1 and 2 calibrate the score's Laplace noise to a GP-prior sensitivity that dwarfs what one
+# replaced row can do (scale 8.2 in score units at epsilon = 2 here, against a change of 1/m = 0.025): the real
+# search's true epsilon on any replace-one pair is a few thousandths, and a twin whose sensitivity is a few times
+# too small is still far inside the claim. What the end-to-end audit can check is that the whole pipeline (row
+# isolation, clipping, the GP-UCB loop on raw scores, the release) adds no path around that noise; its twin is the
+# release without its noise (``randomise_on_grid`` returning the raw maximum), which must be flagged.
+# Algorithm 3 (``lipschitz``) is calibrated to one row's effect (loss_bound / m plus the path term), so there the
+# twin is the usual one: the method's sensitivities a twentieth of the true ones.
+
+class ShrunkLinear(ClassifierMixin, BaseEstimator):
+    """decision_function = 5 x0 / lam (a public fit; w is 5 / lam). Raises on a poisoned row (x0 > 100)."""
+
+    def __init__(self, lam=1.0):
+        self.lam = lam
+
+    def fit(self, X, y):
+        self.classes_ = np.array([0, 1])
+        return self
+
+    def decision_function(self, X):
+        X = np.asarray(X, dtype=float)
+        if np.any(X[:, 0] > 100):
+            raise ValueError("unseen value")
+        return 5.0 * X[:, 0] / self.lam
+
+    def predict(self, X):
+        return (self.decision_function(X) > 0).astype(int)
+
+
+def neg_sigmoid_loss(est, X, y):
+    """Mean sigmoid loss sigma(-y z) in [0, 1] (g* = 1); in w it is |x0| / 4 <= 1/2-Lipschitz (|x0| <= 2)."""
+    z = est.decision_function(X) * np.where(np.asarray(y) == 1, 1.0, -1.0)
+    return -float(np.mean(1.0 / (1.0 + np.exp(z))))
+
+
+#: Alg. 3's declarations for ShrunkLinear: w = 5 / lam moves by 5 |1/lam1 - 1/lam2|, and g is 1/2-Lipschitz in w,
+#: so the score is L = 2.5-Lipschitz in the 1/lam path (the path term's L); the per-row loss is bounded by 1.
+LIPSCHITZ_PARAMS = {"regularization": "lam", "lambda_bounds": (1.0, 1.01), "lipschitz": 2.5, "loss_bound": 1.0}
+
+
+def _kusner_sampler(data, method, *, broken=None, output="score"):
+    X_tr, y_tr, X_val, y_val = data
+    seeds = iter(range(10**9))
+    if method == "lipschitz":
+        est, space = ShrunkLinear(), {"lam": Real(1.0, 1.01)}
+        extra = dict(scoring=neg_sigmoid_loss, score_bounds=(-1.0, 0.0), method_params=LIPSCHITZ_PARAMS)
+    else:
+        est, space = TwoModels(), {"k": Categorical([0, 1])}
+        extra = dict(method_params={"A": 1.0, "tau": 1.0} if method == "gp-ucb-exact" else None)
+
+    def sample(n):
+        out = []
+        with pytest.MonkeyPatch.context() as mp:
+            if broken == "isolation":
+                mp.setattr(_scoring, "isolated_row_values", _broken_isolation)
+            if broken == "noise":  # the release of the raw maximum
+                mp.setattr(gp_ucb if method == "gp-ucb" else gp_ucb_exact, "randomise_on_grid", lambda mech, v: v)
+            if broken == "sensitivity":
+                proven = LipschitzRelease.constants
+                mp.setattr(LipschitzRelease, "constants",
+                           lambda self: {k: v / 20 for k, v in proven(self).items()})
+            for _ in range(n):
+                search = PrivateSearchCV(est, space, method=method, epsilon=2.0, delta=1e-5, n_iter=2,
+                                         n_candidates=2, refit=False, random_state=next(seeds), **extra)
+                search.fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+                out.append(search.release_.score)
+        return np.asarray(out)
+    return sample
+
+
+@pytest.mark.parametrize("method,pair,twin", [
+    ("gp-ucb", "label", "noise"), ("gp-ucb", "failure", "noise"),
+    ("gp-ucb-exact", "label", "noise"), ("gp-ucb-exact", "failure", "noise"),
+    ("lipschitz", "label", "sensitivity"), ("lipschitz", "failure", "isolation")])
+def test_kusner_searches_pass_an_end_to_end_audit_and_their_broken_twins_are_flagged(method, pair, twin):
+    """Label pair and failure pair (row 0 poisoned), released score, claims epsilon = 2 (delta = 1e-5 for the
+    conditional methods), 300 runs per side at 99.9 %. For ``lipschitz`` row 0 (x0 = -2, z = -10) is confidently
+    right: flipping its label moves its loss from 5e-5 to about 1, i.e. the score by 1/m, the per-lambda
+    sensitivity; the path term (2.5 * 0.01 / 1.01) is about as large again. Measured when written: every real
+    search 0.0; every twin 2.65-2.71 (the largest bound 150 evaluation runs can give)."""
+    d, d2 = _neighbour(pair)
+    delta = 0.0 if method == "lipschitz" else 1e-5
+    kw = dict(epsilon=2.0, delta=delta, n_samples=300, confidence=0.999, random_state=0)
+    ok = audit_mechanism(_kusner_sampler(d, method), _kusner_sampler(d2, method), **kw)
+    bad = audit_mechanism(_kusner_sampler(d, method, broken=twin), _kusner_sampler(d2, method, broken=twin), **kw)
+    assert not ok.violation, ok
+    assert bad.violation, bad
