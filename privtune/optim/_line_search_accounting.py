@@ -375,6 +375,19 @@ def _iteration_cost(scheme: Scheme, noise: str, n_outputs: int, e: float, orders
     return event_rdp(grad, orders) + event_rdp(search, orders)
 
 
+def _planned_iterations_fit(scheme: Scheme, noise: str, n_outputs: int, e: float, n_iter: int, cap: float) -> bool:
+    """Whether ``n_iter`` iterations at budget ``e`` (a gradient and one line search each) pass a zCDP filter of
+    ``cap``, with the filter's own pricing and summation (what the adaptive loop checks before each step)."""
+    flt = ZcdpFilter(cap)
+    for _ in range(n_iter):
+        for ev in (gradient_event(scheme, 0.5 * e * e), search_event(scheme, noise, _search_budget(noise, e),
+                                                                      n_outputs)):
+            if not flt.fits(ev):
+                return False
+            flt.pay(ev)
+    return True
+
+
 @dataclass(frozen=True)
 class AdaptivePlan:
     """Filter and initial budgets of an adaptive run (all public)."""
@@ -434,7 +447,10 @@ def calibrate_adaptive(scheme: Scheme, noise: str, n_outputs: int, epsilon: floa
             raise InvalidParameterError(
                 f"epsilon={epsilon!r} at delta={delta!r} leaves no zCDP budget for DP-BLGD.")
         e = math.sqrt(cap / expected_iter) if rule == "calibrated" else epsilon / (2.0 * expected_iter)
-        if e * e > cap:
+        if rule == "calibrated":  # priced as the filter prices the run: sqrt(cap / E) can round an ulp over
+            while not _planned_iterations_fit(scheme, noise, n_outputs, e, expected_iter, cap):
+                e *= 1.0 - 1e-12
+        if not _planned_iterations_fit(scheme, noise, n_outputs, e, 1, cap):
             raise InvalidParameterError(
                 f"The initial budget of the paper's rule (epsilon / (2 expected_iter) = {e:.6g}) does not fit "
                 f"one iteration in the zCDP budget {cap:.6g}; use initial_budget='calibrated'.")
