@@ -375,10 +375,10 @@ def _iteration_cost(scheme: Scheme, noise: str, n_outputs: int, e: float, orders
     return event_rdp(grad, orders) + event_rdp(search, orders)
 
 
-def _planned_iterations_fit(scheme: Scheme, noise: str, n_outputs: int, e: float, n_iter: int, cap: float) -> bool:
-    """Whether ``n_iter`` iterations at budget ``e`` (a gradient and one line search each) pass a zCDP filter of
-    ``cap``, with the filter's own pricing and summation (what the adaptive loop checks before each step)."""
-    flt = ZcdpFilter(cap)
+def _planned_iterations_fit(flt: ZcdpFilter | RenyiFilter, scheme: Scheme, noise: str, n_outputs: int, e: float,
+                            n_iter: int) -> bool:
+    """Whether ``n_iter`` iterations at budget ``e`` (a gradient and one line search each) pass the fresh filter
+    ``flt``, with its own pricing and summation (what the adaptive loop checks before each step)."""
     for _ in range(n_iter):
         for ev in (gradient_event(scheme, 0.5 * e * e), search_event(scheme, noise, _search_budget(noise, e),
                                                                       n_outputs)):
@@ -448,9 +448,9 @@ def calibrate_adaptive(scheme: Scheme, noise: str, n_outputs: int, epsilon: floa
                 f"epsilon={epsilon!r} at delta={delta!r} leaves no zCDP budget for DP-BLGD.")
         e = math.sqrt(cap / expected_iter) if rule == "calibrated" else epsilon / (2.0 * expected_iter)
         if rule == "calibrated":  # priced as the filter prices the run: sqrt(cap / E) can round an ulp over
-            while not _planned_iterations_fit(scheme, noise, n_outputs, e, expected_iter, cap):
+            while not _planned_iterations_fit(ZcdpFilter(cap), scheme, noise, n_outputs, e, expected_iter):
                 e *= 1.0 - 1e-12
-        if not _planned_iterations_fit(scheme, noise, n_outputs, e, 1, cap):
+        if not _planned_iterations_fit(ZcdpFilter(cap), scheme, noise, n_outputs, e, 1):
             raise InvalidParameterError(
                 f"The initial budget of the paper's rule (epsilon / (2 expected_iter) = {e:.6g}) does not fit "
                 f"one iteration in the zCDP budget {cap:.6g}; use initial_budget='calibrated'.")
@@ -469,11 +469,13 @@ def calibrate_adaptive(scheme: Scheme, noise: str, n_outputs: int, epsilon: floa
                                                                                    (a,))[0]), cap)
             if e is None:
                 continue
+            while not _planned_iterations_fit(RenyiFilter(a, cap), scheme, noise, n_outputs, e, expected_iter):
+                e *= 1.0 - 1e-12  # E times one iteration's cost can round below the filter's sum of 2E costs
             score = e
         else:
             e = epsilon / (2.0 * expected_iter)
             one = float(_iteration_cost(scheme, noise, n_outputs, e, (a,))[0])
-            if one > cap:
+            if not _planned_iterations_fit(RenyiFilter(a, cap), scheme, noise, n_outputs, e, 1):
                 continue
             score = cap - expected_iter * one  # slack = target - converted epsilon of the planned schedule
         if best is None or score > best[0]:

@@ -774,25 +774,26 @@ def test_learns_breast_cancer_at_the_default_parameters():
 
 
 def test_calibrated_full_batch_budget_fits_expected_iter_iterations_in_the_filter():
-    """initial_budget='calibrated' (full batch, Laplace search, zCDP filter): E iterations at e = sqrt(cap / E)
-    must pass the filter as it prices them. sqrt rounding put 2E costs of e**2 / 2 an ulp over the cap in 246 of
-    1050 settings: the run stopped one iteration early (at epsilon 2, delta 1e-2, E = 4: 3 iterations, 75 % of the
+    """initial_budget='calibrated' (full batch; the zCDP filter of the Laplace search, the Renyi filter of the
+    Gaussian one): E iterations at the calibrated e must pass the filter as it prices them. Rounding put 2E costs
+    an ulp over the cap in 246 of 1050 zCDP settings (and 2 of 120 Renyi ones): the run stopped one iteration early (at epsilon 2, delta 1e-2, E = 4: 3 iterations, 75 % of the
     charged budget used), and with E = 1 it could run nothing and return w0 while charging the whole cap, or be
     refused with a message about the paper's rule."""
+    cases = [(float(eps), delta, E, "laplace") for eps in np.round(np.linspace(0.1, 5, 25), 3)
+             for delta in (1e-6, 1e-3, 1e-2) for E in (1, 2, 3, 4, 5, 10)]
+    cases += [(1.073, 1e-3, 3, "gaussian"), (1.945, 1e-3, 3, "gaussian")]  # the Renyi filter had them too
     short = []
-    for eps in np.round(np.linspace(0.1, 5, 25), 3):
-        for delta in (1e-6, 1e-3, 1e-2):
-            for E in (1, 2, 3, 4, 5, 10):
-                p = loop_module._make_plan(100, dict(epsilon=float(eps), delta=delta, sampling="full",
-                                                     expected_iter=E), "test")
-                flt = A.ZcdpFilter(p.adaptive.cap)
-                for _ in range(E):
-                    for ev in (A.gradient_event(p.scheme, p.rho0),
-                               A.search_event(p.scheme, "laplace", p.search0, p.n_outputs)):
-                        if not flt.fits(ev):
-                            short.append((float(eps), delta, E))
-                            break
-                        flt.pay(ev)
+    for eps, delta, E, noise in cases:
+        p = loop_module._make_plan(100, dict(epsilon=eps, delta=delta, sampling="full", expected_iter=E,
+                                             line_search_noise=noise), "test")
+        ap = p.adaptive
+        flt = A.ZcdpFilter(ap.cap) if ap.filter_kind == "zcdp" else A.RenyiFilter(ap.order, ap.cap)
+        events = [A.gradient_event(p.scheme, p.rho0), A.search_event(p.scheme, noise, p.search0, p.n_outputs)] * E
+        for ev in events:
+            if not flt.fits(ev):
+                short.append((eps, delta, E, noise))
+                break
+            flt.pay(ev)
     assert not short, short[:5]
     X = np.random.default_rng(0).normal(size=(200, 2))
     y = np.sign(X[:, 0])
