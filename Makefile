@@ -20,9 +20,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-## Set up, then run the whole test suite (unit, property, statistical and DP-audit tests).
+## Set up, then run the whole test suite (unit, property, statistical and DP-audit tests), one pytest-xdist
+## worker per logical CPU (the DP audits are long and independent).
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n logical --dist worksteal
 
 ## Set up, then run the main job: privtune demo (RBF SVM on bundled breast-cancer data, sensitive validation split).
 demo: setup
@@ -30,7 +31,7 @@ demo: setup
 
 ## Skip the tests marked slow or statistical (quick local loop).
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "not slow and not statistical"
+	$(BIN)/python -m pytest -q -n logical -m "not slow and not statistical"
 
 lint: setup
 	$(BIN)/ruff check privtune tests
