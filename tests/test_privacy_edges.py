@@ -547,3 +547,39 @@ def test_worker_processes_are_silenced_too(unit_rows, capfd):
                     refit=False, random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     assert "ConvergenceWarning" not in capfd.readouterr().err
 
+
+
+@pytest.mark.parametrize("method", ["gp-ucb", "lipschitz"])
+def test_raw_score_paths_deliver_their_records_after_the_loop(unit_rows, method):
+    """When a callback (or a progress line) arrives would time each step of the raw-score trajectory (the fit and
+    scoring of the candidate the raw scores pointed to). Records are held back: the first callback comes after
+    the last evaluation of the loop, and a stop request no longer stops anything."""
+    X_tr, y_tr, X_v, y_v = unit_rows
+    events = []
+
+    class Timed(SVC):
+        def predict(self, X):
+            events.append("eval")
+            return super().predict(X)
+
+        def decision_function(self, X):
+            events.append("eval")
+            return super().decision_function(X)
+
+    def neg_sigmoid(est, X, y):
+        z = est.decision_function(X) * np.where(np.asarray(y) == 1, 1.0, -1.0)
+        return -float(np.mean(1 / (1 + np.exp(z))))
+
+    def cb(record):
+        events.append("record")
+        return True  # would stop after the first iteration if records were live
+
+    extra = (dict(scoring=neg_sigmoid, score_bounds=(-1.0, 0.0),
+                  method_params={"regularization": "C", "lambda_bounds": (1.0, 1.01), "lipschitz": 1.0,
+                                 "loss_bound": 1.0, "select": False})
+             if method == "lipschitz" else {})
+    s = PrivateSearchCV(Timed(random_state=0), {"C": Real(1.0, 1.01)}, method=method, n_iter=3, n_candidates=4,
+                        callbacks=[cb], random_state=0, refit=False, **extra).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert events.count("record") == 3 and s.n_iter_ == 3
+    first = events.index("record")
+    assert "eval" not in events[first:] and events[:first].count("eval") >= 1

@@ -187,7 +187,11 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         run reproducible and labels it "seeded (reproducible, not for release)".
     callbacks : list of callable or None, default=None
         Each called with every :class:`~privtune.bo.IterationRecord` (released
-        values only); one returning True stops the search.
+        values only); one returning True stops the search. For ``gp-ucb``,
+        ``gp-ucb-exact`` and ``lipschitz`` the records (and the progress and
+        INFO lines) are delivered when the loop has finished: the moment each
+        arrived would time each step of the raw-score trajectory. They cannot
+        stop those methods; set ``n_iter`` instead.
     verbose : int, default=0
         1 shows a progress bar on stderr; 2 also logs each iteration at INFO.
 
@@ -524,7 +528,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
 
         user_callbacks = list(self.callbacks or [])
 
-        def callback(record: Any) -> bool:
+        def deliver(record: Any) -> bool:
             if not batch:  # random's records all arrive after its batch (counted above)
                 progress(record)
             if cfg["verbose"] >= 2:
@@ -534,6 +538,16 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             for cb in user_callbacks:
                 stop = bool(cb(record)) or stop
             return stop
+
+        # Along a raw-score path the moment each record arrives would time each step of the secret trajectory
+        # (which candidates were fitted and scored): its records are held back and delivered after the loop.
+        deferred: list[Any] | None = [] if method.name in _RAW_TRAJECTORY else None
+
+        def callback(record: Any) -> bool:
+            if deferred is not None:
+                deferred.append(record)
+                return False
+            return deliver(record)
 
         if train_acc is not None:  # the whole training plan, charged before the first fit reads a row
             reservation = train_acc.reserve([ev for ev, _ in train_plan])
@@ -545,6 +559,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                 warnings.simplefilter("ignore")
             release = method.run(objective, candidates, accountant=accountant, random_state=source,
                                  callback=callback, mapper=mapper, journal=journal)
+        for record in deferred or ():
+            deliver(record)  # a stop request can no longer stop anything
         progress.close()
         search_seconds = time.perf_counter() - t_search
 
