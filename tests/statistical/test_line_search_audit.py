@@ -334,6 +334,16 @@ def sampler(U: np.ndarray, params: dict, seed: int, *, broken: bool = False):
 
 
 # ----------------------------------------------------------------------------- the setting
+
+def twin_pvalues(monkeypatch, mode, w_real, seed_real, seed_fast):
+    """KS p-values of the twin: the real code with the bug patched in against its batched form (fidelity), and
+    the batched twin against the real law ``w_real`` (power)."""
+    with monkeypatch.context() as m:
+        m.setattr(acc.Scheme, "sensitivity", understated_sensitivity)
+        w_real_twin = np.array([r.x[0] for r in real_runs(U_D, mode, N_REAL // 2, seed_real)])
+    w_fast_twin = sampler(U_D, mode, seed_fast, broken=True)(N_BATCHED)
+    return stats.ks_2samp(w_real_twin, w_fast_twin).pvalue, stats.ks_2samp(w_real, w_fast_twin).pvalue
+
 def test_pair_attains_the_gradient_sensitivity_and_the_runs_claim_the_budget():
     """The setting of the audits (deterministic): the plans charge exactly (2, 1e-2) under replace-one, and the
     pair's clipped batch-mean gradients differ by the declared sensitivity 2 C_grad / n for |w| <= 1/2."""
@@ -374,13 +384,7 @@ def test_batched_adaptive_run_matches_dp_blsgd(monkeypatch):
     n_pool = int(np.sum(np.cumsum(table.sum(axis=0)[order]) < small)) + 1
     table = np.column_stack([table[:, order[:n_pool]].sum(axis=1), table[:, order[n_pool:]]])
     p_course = stats.chi2_contingency(table)[1]
-    # the twin: the real code with the bug patched in, against its batched form
-    with monkeypatch.context() as m:
-        m.setattr(acc.Scheme, "sensitivity", understated_sensitivity)
-        w_real_twin = np.array([r.x[0] for r in real_runs(U_D, ADAPTIVE, N_REAL // 2, 5)])
-    w_fast_twin = sampler(U_D, ADAPTIVE, 6, broken=True)(N_BATCHED)
-    p_twin = stats.ks_2samp(w_real_twin, w_fast_twin).pvalue
-    p_power = stats.ks_2samp(w_real, w_fast_twin).pvalue
+    p_twin, p_power = twin_pvalues(monkeypatch, ADAPTIVE, w_real, 5, 6)
     print(f"\nadaptive: KS p {p_w:.3g}, course chi2 p {p_course:.3g}, twin KS p {p_twin:.3g}, power p {p_power:.3g}")
     assert min(p_w, p_course, p_twin) > KS_ALPHA
     assert p_power < KS_ALPHA
@@ -410,12 +414,7 @@ def test_batched_fixed_run_matches_dp_blsgd(monkeypatch):
     w_real = np.array([r.x[0] for r in real_runs(U_D, FIXED, N_REAL, 13)])
     w_fast = sampler(U_D, FIXED, 14)(N_BATCHED)
     p_w = stats.ks_2samp(w_real, w_fast).pvalue
-    with monkeypatch.context() as m:
-        m.setattr(acc.Scheme, "sensitivity", understated_sensitivity)
-        w_real_twin = np.array([r.x[0] for r in real_runs(U_D, FIXED, N_REAL // 2, 15)])
-    w_fast_twin = sampler(U_D, FIXED, 16, broken=True)(N_BATCHED)
-    p_twin = stats.ks_2samp(w_real_twin, w_fast_twin).pvalue
-    p_power = stats.ks_2samp(w_real, w_fast_twin).pvalue
+    p_twin, p_power = twin_pvalues(monkeypatch, FIXED, w_real, 15, 16)
     print(f"\nfixed: KS p {p_w:.3g}, twin KS p {p_twin:.3g}, power p {p_power:.3g}")
     assert min(p_w, p_twin) > KS_ALPHA
     assert p_power < KS_ALPHA
