@@ -151,9 +151,12 @@ def pwa_perturb_objective(A: Any, b: Any, *, bounds: Any, epsilon: float, offset
     max_abs_offset : float in (0, inf) or None, default=None
         A public bound on every ``|b_i|`` (e.g. from a declared target range).
         When given, a range too far from 0 for the exact noise grid is refused
-        before the charge, from the bound alone; without it the sampler checks
-        the offsets themselves after the charge (a refusal that can depend on
-        them). :class:`~privtune.linear_model.DPChebyshevRegressor` passes it.
+        before the charge, from the bound alone, and the offsets are clipped
+        to ``[-max_abs_offset, max_abs_offset]`` (a 1-Lipschitz map: the
+        relation still holds), so that no offset can make the sampler refuse
+        after the charge; without it the sampler checks the offsets themselves
+        after the charge (a refusal that can depend on them).
+        :class:`~privtune.linear_model.DPChebyshevRegressor` passes it.
 
     Returns
     -------
@@ -193,14 +196,15 @@ def pwa_perturb_objective(A: Any, b: Any, *, bounds: Any, epsilon: float, offset
     k = check_n_changed(n_changed, prob.m, owner)
     sensitivity = k * prob.offset_bound
     mech = Laplace(epsilon=prob.epsilon, sensitivity=sensitivity, random_state=check_random_state(random_state))
-    if max_abs_offset is not None:
-        _check_grid_range(mech, check_real(max_abs_offset, "max_abs_offset", low=0.0, owner=owner), prob.m,
-                          "b", owner)
+    bound = None if max_abs_offset is None else check_real(max_abs_offset, "max_abs_offset", low=0.0, owner=owner)
+    if bound is not None:
+        _check_grid_range(mech, bound, prob.m, "b", owner)
     event = LaplaceEvent(epsilon=prob.epsilon, relation=check_relation(relation, owner),
                          label=f"{owner}: Laplace on b, L1 sensitivity "
                          f"{k} x offset_bound")
     charge(accountant, (event,), phase=_PHASE, owner=owner)
-    b_noisy = np.asarray(mech.randomise(prob.b), dtype=np.float64)
+    b = prob.b if bound is None else np.clip(prob.b, -bound, bound)  # the declared bound, enforced
+    b_noisy = np.asarray(mech.randomise(b), dtype=np.float64)
     x, value = solve_pwa(prob.A, b_noisy, prob.lo, prob.hi)
     return _result(x, "perturb-objective", (event,), mech.seeded,
                    {"b_noisy": b_noisy, "noisy_value": value, "scale": mech.scale, "l1_sensitivity": sensitivity})

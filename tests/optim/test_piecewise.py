@@ -356,3 +356,16 @@ def test_events_carry_the_offset_relation_and_do_not_mix_with_replace_one(name):
     relabelled = MECHS[name](A, b, bounds=(-1.0, 1.0), epsilon=0.5, accountant=Accountant(Budget(5.0, 1e-3)),
                              random_state=0, relation="replace_one")
     assert {e.relation for e in relabelled.events} == {"replace_one"}
+
+
+def test_perturb_objective_clips_offsets_to_the_declared_max_abs_offset():
+    """With max_abs_offset declared, an offset beyond it (1e300) made the exact sampler refuse after the charge:
+    a refusal that depended on the private offset. It is now clipped to the declared bound, and the release is
+    the one of the clipped offsets (same seed)."""
+    A_ = np.array([[1.0], [-1.0]])
+    acc = Accountant(Budget(10.0, 0.0), relation="offsets_linf")
+    kw = dict(bounds=(-1.0, 1.0), epsilon=1.0, offset_bound=1.0, max_abs_offset=10.0, random_state=0)
+    far = pwa_perturb_objective(A_, np.array([1e300, 0.0]), accountant=acc, **kw)
+    clipped = pwa_perturb_objective(A_, np.array([10.0, 0.0]), **kw)
+    assert far.x == pytest.approx(clipped.x) and acc.spent == Budget(1.0, 0.0)
+    np.testing.assert_array_equal(far.history["b_noisy"], clipped.history["b_noisy"])
