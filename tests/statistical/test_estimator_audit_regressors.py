@@ -47,15 +47,16 @@ the public point ``x = 0``, that is ``intercept_``. Whatever the LP picks for th
 
 Why clipping matters. After clipping, the pair is ``y_c = -1`` vs ``+1``, a change of the declared 2 per offset
 (L1 4, the calibrated sensitivity). Without clipping each offset moves by 10, five times the declared bound.
-Nothing downstream clips the offsets: ``pwa_perturb_objective`` only uses ``max_abs_offset`` for a grid-range
-check.
+``pwa_perturb_objective`` clips the offsets again to the ``max_abs_offset`` the estimator passes (the declared
+range's magnitude, 1 here): switching off the estimator's clip alone is not a broken twin, so the twin switches
+off both.
 
 Output sets: the atoms ``{f(0) = -1}`` and ``{f(0) = +1}`` (the clipped box edges), and ``{f(0) < 0}``,
 ``{f(0) > 0}``.
 
 * Real (claim ``(1, 0)``). The atom at -1 has probability ``P(Dl <= 0) = 0.5`` on ``D`` and
   ``P(Dl <= -4) = 0.276`` on ``D'``, a log-ratio of 0.594. Its expected audit bound at 1 500 samples is 0.27.
-* Twin (``np.clip`` of the module switched off). The atom at -1 has probability ``P(Dl <= 8) = 0.864`` on ``D``
+* Twin (``np.clip`` switched off in ``_chebyshev`` and in ``piecewise``). The atom at -1 has probability ``P(Dl <= 8) = 0.864`` on ``D``
   and ``P(Dl <= -12) = 0.0624`` on ``D'``, a log-ratio of 2.63. Its expected audit bound at 1 500 samples is 2.12.
   A twin with epsilon doubled inside instead would have an atom log-ratio of 1.31, and an expected audit bound of
   only 0.89 at this size (below the claim). Hence the clipping twin: it is also the estimator-level defect.
@@ -99,7 +100,7 @@ import numpy as np
 import pytest
 
 from privtune.linear_model import DPChebyshevRegressor, DPNonConvexClassifier, _chebyshev, _nonconvex
-from privtune.optim import second_order
+from privtune.optim import piecewise, second_order
 from privtune.optim._losses import clip_rows
 from privtune.testing import audit_mechanism
 
@@ -123,7 +124,7 @@ CHEB_SEEDS = {"real": (10_000_000, 20_000_000), "twin": (30_000_000, 40_000_000)
 
 
 class _NumpyWithoutClip:
-    """``numpy`` as ``_chebyshev`` sees it, except ``clip``, which returns its input: the twin's target clipping."""
+    """``numpy`` as a module sees it, except ``clip``, which returns its input: the twin's target clipping."""
 
     def __getattr__(self, name):
         return getattr(np, name)
@@ -134,7 +135,8 @@ class _NumpyWithoutClip:
 
 
 def _switch_off_target_clipping(monkeypatch) -> None:
-    monkeypatch.setattr(_chebyshev, "np", _NumpyWithoutClip())
+    monkeypatch.setattr(_chebyshev, "np", _NumpyWithoutClip())  # the estimator's clip to the declared range
+    monkeypatch.setattr(piecewise, "np", _NumpyWithoutClip())  # M_P's clip to max_abs_offset
 
 
 def _cheb_fit(y, seed: int) -> DPChebyshevRegressor:
@@ -198,6 +200,17 @@ def test_chebyshev_pair_is_clipped_and_twin_only_drops_the_clipping(monkeypatch)
         assert (t_out.privacy_spent_.epsilon, t_out.privacy_spent_.delta) == (1.0, 0.0)  # same claim
         np.testing.assert_allclose(t_out.result_.history["b_noisy"] - r_out.result_.history["b_noisy"],
                                    [4.0, -4.0], rtol=0, atol=2.0**-16)  # up to the noise grid's rounding
+
+
+def test_chebyshev_solver_clip_backs_the_estimator_clip(monkeypatch):
+    """Switching off only the estimator's target clip does not break the claim: M_P clips the offsets again to
+    the ``max_abs_offset`` the estimator passes, so the fit on ``y = -5`` is bitwise the real one."""
+    real = [_cheb_fit(CHEB_Y_D, s) for s in (7, 8)]
+    monkeypatch.setattr(_chebyshev, "np", _NumpyWithoutClip())
+    for seed, r in zip((7, 8), real, strict=True):
+        t = _cheb_fit(CHEB_Y_D, seed)
+        np.testing.assert_array_equal(t.result_.history["b_noisy"], r.result_.history["b_noisy"])
+        assert t.intercept_ == r.intercept_
 
 
 def test_chebyshev_default_fit_passes_audit():
