@@ -248,8 +248,8 @@ def _tune(args: argparse.Namespace) -> int:
         f"  total: epsilon = {spent['overall'].epsilon:.6g}, delta = {spent['overall'].delta:.3g} "
         f"(budget epsilon = {cfg.search.epsilon:g}, delta = {cfg.search.delta:g}; planned epsilon = "
         f"{plan['total'].epsilon:.6g})",
-        f"  charges made by this run: {new_charges}" + (" (the study was already complete: nothing spent)"
-                                                          if args.resume and new_charges == 0 else ""),
+        f"  charges made by this run: {new_charges}" + (" (the study's earlier charges cover this run: nothing "
+                                                          "new spent)" if args.resume and new_charges == 0 else ""),
         f"  guarantee: {search.guarantee_} (replace-one, {cfg.data.sensitive} rows); noise: "
         f"{search.release_.seed_policy}",
     ]

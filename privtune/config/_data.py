@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -101,9 +102,19 @@ def _parse_target(values: list[str]) -> np.ndarray:
         if all(isinstance(e, str) for e in entries):
             return np.array(values, dtype=object).astype(str)
         return np.array(entries, dtype=object)
-    if np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
-        return arr.astype(np.int64)
+    if np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)) and np.all(np.abs(arr) < 2.0**63):
+        return arr.astype(np.int64)  # in range: the cast cannot overflow (nor warn because of one label)
     return arr
+
+
+def _sensitive_record(line: str) -> list[str]:
+    """One physical line of a file of sensitive rows as CSV fields; ``[]`` (an unreadable record) if the csv
+    module refuses it (a field over its size limit, a bare carriage return): never an error that one row's
+    content decides."""
+    try:
+        return next(csv.reader([line]), [""])
+    except csv.Error:
+        return []
 
 
 def _read_csv(path: Path, key: str, target: str, columns: tuple[str, ...] | None,
@@ -111,19 +122,27 @@ def _read_csv(path: Path, key: str, target: str, columns: tuple[str, ...] | None
     """Read a CSV file. ``strict`` (a public file): refuse a bad cell, naming its line and column. Otherwise the
     file holds sensitive rows and nothing is refused for its values (DESIGN rule 7): a feature cell that is not a
     number becomes NaN (the estimators and the search's row isolation map it), an empty target is kept as an
-    empty label, a record with the wrong number of fields (an unquoted comma in a value, say) becomes all-NaN
-    features with an empty label, every physical line is one record (a stray quote cannot merge records, so the row
+    empty label, a record with the wrong number of fields (an unquoted comma in a value, say) or that the csv module
+    cannot read (a field over its size limit, a bare carriage return) becomes all-NaN features with an empty label,
+    every physical line is one record (an embedded newline, even quoted, starts a new one) (a stray quote cannot merge records, so the row
     count stays the public one), bytes that are not UTF-8 are replaced, and no message names a line or a column of a
     value."""
     if strict:  # a public file: CSV records (quoted fields may span lines), UTF-8 required
         with open(path, newline="", encoding="utf-8") as fh:
             reader = csv.reader(fh)
-            header = next(reader, None) or []
-            rows = [r for r in reader if r]
+            try:
+                header = next(reader, None) or []
+                rows = [r for r in reader if r]
+            except csv.Error as exc:  # a public file: its line may be named
+                raise ConfigError([(f"data.{key}", f"{str(path)!r} line {reader.line_num}: not valid CSV "
+                                                    f"({exc})")]) from None
     else:  # sensitive rows: one physical line is one record, whatever a value holds (quotes, bad bytes)
         lines = [line.decode("utf-8", errors="replace") for line in _csv_lines(path)]
-        header = next(csv.reader(lines[:1]), []) if lines else []
-        rows = [next(csv.reader([line]), [""]) for line in lines[1:] if line]
+        try:
+            header = next(csv.reader(lines[:1]), []) if lines else []
+        except csv.Error:  # the header names the (public) columns
+            raise ConfigError([(f"data.{key}", f"{str(path)!r}: the header line is not valid CSV")]) from None
+        rows = [_sensitive_record(line) for line in lines[1:] if line]
     feats = list(columns) if columns else [c for c in header if c != target]
     idx = {c: i for i, c in enumerate(header)}
     problems = [(f"data.{key}", f"{str(path)!r} has no column {c!r}") for c in [target, *feats] if c not in idx]
@@ -182,9 +201,12 @@ def _read_parquet(path: Path, key: str, target: str, columns: tuple[str, ...] | 
 
 def _read_table(path: Path, key: str, target: str, columns: tuple[str, ...] | None,
                 strict: bool = True) -> tuple[Any, Any, list[str]]:
-    if path.suffix.lower() in _PARQUET_SUFFIXES:
-        return _read_parquet(path, key, target, columns, strict)
-    return _read_csv(path, key, target, columns, strict)
+    read = _read_parquet if path.suffix.lower() in _PARQUET_SUFFIXES else _read_csv
+    if strict:
+        return read(path, key, target, columns, strict)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):  # sensitive rows: no warning may depend on one
+        warnings.simplefilter("ignore")
+        return read(path, key, target, columns, strict)
 
 
 def load_data(data: DataConfig) -> tuple[Any, Any, Any, Any]:

@@ -323,11 +323,13 @@ class _SearchConfigMixin:
         makes the whole column an object array, and scikit-learn refuses object
         labels, so every training fit would fail because of one sensitive row.
         Each part that came out as an object array is therefore read again from
-        its own entries (:func:`~privtune.utils._validation.keep_entry_types`).
+        its own entries (:func:`~privtune.utils._validation.keep_entry_types`),
+        a string part gets its own width, and integral float labels become
+        integers (:func:`_own_types`).
         """
         perm = rng.permutation(X.shape[0])
         val, tr = np.sort(perm[:m]), np.sort(perm[m:])
-        return _own_types(X[tr]), _own_types(y[tr]), _own_types(X[val]), _own_types(y[val])
+        return _own_types(X[tr]), _own_types(y[tr], True), _own_types(X[val]), _own_types(y[val], True)
 
     def _make_method(self, cfg: dict[str, Any], scorer: BoundedScorer, m: int, sensitivity: float,
                      budget: Budget) -> Any:
@@ -395,9 +397,25 @@ class _SearchConfigMixin:
                 "sensitive": self.sensitive, "seed": None if seed is None else int(seed)}
 
 
-def _own_types(part: Any) -> Any:
-    """An object-array part of a split table, re-read from its own entries (anything else unchanged)."""
-    if not isinstance(part, np.ndarray) or part.dtype != object:
+def _own_types(part: Any, labels: bool = False) -> Any:
+    """A part of a split table, its type read from its own entries where the whole table's was set by all rows.
+
+    An object array is re-read entry by entry; a string array gets the width of
+    its own longest entry (a ``<U40`` column would tell a 40-character value in
+    the other part); with ``labels``, floats that are all integral become int64
+    (one label ``0.5`` or NaN among the validation rows made the whole column
+    float, and a refit's ``classes_`` would show it). Anything else unchanged.
+    """
+    if not isinstance(part, np.ndarray):
+        return part
+    if part.dtype.kind in "US":
+        return np.array(part.tolist(), dtype=part.dtype.kind) if part.size else part
+    if labels and part.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            if np.all(np.isfinite(part)) and np.all(part == np.round(part)) and np.all(np.abs(part) < 2.0**63):
+                return part.astype(np.int64)
+        return part
+    if part.dtype != object:
         return part
     try:
         again = keep_entry_types(part.tolist())

@@ -67,7 +67,7 @@ def test_tune_end_to_end_then_resume_spends_nothing(small_config, capsys):
     assert "storage.study_name" in err and "--resume" in err
     assert main(["tune", str(small_config), "--quiet", "--resume"]) == 0
     out = capsys.readouterr().out
-    assert "charges made by this run: 0" in out and "nothing spent" in out
+    assert "charges made by this run: 0" in out and "nothing new spent" in out
     assert _ledger_len(study, "small") == n
 
 
@@ -233,6 +233,46 @@ def test_sensitive_csv_rows_are_never_refused_for_their_values(tmp_path, capsys)
     assert main(["budget", str(config)]) == 0 and main(["tune", str(config), "--quiet"]) == 0
     captured = capsys.readouterr()
     assert "0xff" not in captured.out + captured.err and "position" not in captured.err
+
+
+@pytest.mark.parametrize("cell,label", [("1" * 200_000, "1"),  # a field over the csv module's size limit
+                                        ("0.1\r2", "1"),  # a bare carriage return inside an unquoted field
+                                        ("0.1", "1e20")])  # an integral label beyond int64
+def test_one_sensitive_cell_cannot_crash_or_warn(tmp_path, capsys, recwarn, cell, label):
+    """Rule 7: each of these cells in one sensitive row made `privtune tune` end in an uncaught csv.Error (exit 1, no
+    study) or print numpy's cast RuntimeWarning, where the neighbour without it ran normally. The record is now
+    unreadable (all-NaN features, an empty label) or keeps its float label, and nothing is printed about it."""
+    from privtune.config._data import _read_csv
+
+    config = tmp_path / "csv_logistic.toml"
+    shutil.copy(EXAMPLES / "csv_logistic.toml", config)
+    write_csv(tmp_path / "train.csv", 40, seed=0)
+    write_csv(tmp_path / "valid.csv", 20, seed=1)
+    lines = (tmp_path / "valid.csv").read_text().split("\n")
+    lines[4] = f"{cell},0.2,0.3,{label}"
+    (tmp_path / "valid.csv").write_text("\n".join(lines), newline="")
+    assert main(["tune", str(config), "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert "Error" not in captured.err and "RuntimeWarning" not in captured.err
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+    X_val, y_val, _ = _read_csv(tmp_path / "valid.csv", "validation", "label", None, strict=False)
+    assert X_val.shape[0] == 20 and np.isfinite(np.delete(X_val, 3, axis=0)).all()
+
+
+def test_a_validation_size_split_types_the_training_labels_from_their_own_entries():
+    """One validation label 0.5 (or NaN) made the whole label column float, and a string label of 40 characters
+    made it '<U40': the refit on the public training part showed it in classes_ and predict's dtype. Each part
+    now gets its own types (row 18 is the odd one; the seed puts it in the validation part)."""
+    from privtune.model_selection._config import _SearchConfigMixin
+
+    n, m = 20, 5
+    seed = next(s for s in range(1000) if 18 in np.random.default_rng(s).permutation(n)[:m])
+    X = np.arange(float(n))[:, None]
+    for y, own in ((np.array([0.0, 1.0] * 9 + [0.5, 1.0]), np.dtype(np.int64)),
+                   (np.array([0.0, 1.0] * 9 + [np.nan, 1.0]), np.dtype(np.int64)),
+                   (np.array(["no", "yes"] * 9 + ["x" * 40, "no"]), np.dtype("<U3"))):
+        X_tr, y_tr, X_v, y_v = _SearchConfigMixin._split(X, y, m, np.random.default_rng(seed))
+        assert 18.0 in X_v[:, 0] and y_tr.dtype == own, (y.dtype, y_tr.dtype)
 
 
 def test_parquet_needs_pandas_and_pyarrow(tmp_path, capsys):
