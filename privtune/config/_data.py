@@ -124,9 +124,9 @@ def _read_csv(path: Path, key: str, target: str, columns: tuple[str, ...] | None
     number becomes NaN (the estimators and the search's row isolation map it), an empty target is kept as an
     empty label, a record with the wrong number of fields (an unquoted comma in a value, say) or that the csv module
     cannot read (a field over its size limit, a bare carriage return) becomes all-NaN features with an empty label,
-    every physical line is one record (an embedded newline, even quoted, starts a new one) (a stray quote cannot merge records, so the row
-    count stays the public one), bytes that are not UTF-8 are replaced, and no message names a line or a column of a
-    value."""
+    every physical line is one record (an embedded newline, even quoted, starts a new one; a stray quote cannot
+    merge records, so the row count stays the public one), bytes that are not UTF-8 are replaced, and no message
+    names a line or a column of a value."""
     if strict:  # a public file: CSV records (quoted fields may span lines), UTF-8 required
         with open(path, newline="", encoding="utf-8") as fh:
             reader = csv.reader(fh)

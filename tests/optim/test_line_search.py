@@ -776,9 +776,10 @@ def test_learns_breast_cancer_at_the_default_parameters():
 def test_calibrated_full_batch_budget_fits_expected_iter_iterations_in_the_filter():
     """initial_budget='calibrated' (full batch; the zCDP filter of the Laplace search, the Renyi filter of the
     Gaussian one): E iterations at the calibrated e must pass the filter as it prices them. Rounding put 2E costs
-    an ulp over the cap in 246 of 1050 zCDP settings (and 2 of 120 Renyi ones): the run stopped one iteration early (at epsilon 2, delta 1e-2, E = 4: 3 iterations, 75 % of the
-    charged budget used), and with E = 1 it could run nothing and return w0 while charging the whole cap, or be
-    refused with a message about the paper's rule."""
+    an ulp over the cap in 246 of 1050 zCDP settings (and 2 of 120 Renyi ones): the run stopped one iteration
+    early (at epsilon 2, delta 1e-2, E = 4: 3 iterations, 75 % of the charged budget used), and with E = 1 it
+    could run nothing and return w0 while charging the whole cap, or be refused with a message about the paper's
+    rule."""
     cases = [(float(eps), delta, E, "laplace") for eps in np.round(np.linspace(0.1, 5, 25), 3)
              for delta in (1e-6, 1e-3, 1e-2) for E in (1, 2, 3, 4, 5, 10)]
     cases += [(1.073, 1e-3, 3, "gaussian"), (1.945, 1e-3, 3, "gaussian")]  # the Renyi filter had them too

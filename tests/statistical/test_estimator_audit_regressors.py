@@ -56,8 +56,9 @@ Output sets: the atoms ``{f(0) = -1}`` and ``{f(0) = +1}`` (the clipped box edge
 
 * Real (claim ``(1, 0)``). The atom at -1 has probability ``P(Dl <= 0) = 0.5`` on ``D`` and
   ``P(Dl <= -4) = 0.276`` on ``D'``, a log-ratio of 0.594. Its expected audit bound at 1 500 samples is 0.27.
-* Twin (``np.clip`` switched off in ``_chebyshev`` and in ``piecewise``). The atom at -1 has probability ``P(Dl <= 8) = 0.864`` on ``D``
-  and ``P(Dl <= -12) = 0.0624`` on ``D'``, a log-ratio of 2.63. Its expected audit bound at 1 500 samples is 2.12.
+* Twin (``np.clip`` switched off in ``_chebyshev`` and in ``piecewise``). The atom at -1 has probability
+  ``P(Dl <= 8) = 0.864`` on ``D`` and ``P(Dl <= -12) = 0.0624`` on ``D'``, a log-ratio of 2.63. Its expected
+  audit bound at 1 500 samples is 2.12.
   A twin with epsilon doubled inside instead would have an atom log-ratio of 1.31, and an expected audit bound of
   only 0.89 at this size (below the claim). Hence the clipping twin: it is also the estimator-level defect.
 

@@ -14,9 +14,9 @@ twin at the same sample size: a search whose scoring turns a failing batch into 
 twentieth for ``noisy-ucb``, whose Gaussian noise needs a larger error to be seen at this sample size). The claims
 are epsilon = 2 (for ``noisy-ucb`` with delta = 1e-5), so that a twin's excess shows within a few hundred runs; m = 40
 validation rows. Split-sample Clopper-Pearson bounds at 99.9 % confidence (``privtune.testing.audit_mechanism``).
-Measured when written: real searches 0.08 / 0.0 / 0.5 (random / noisy-ucb / prescreen), twins 2.3-3.7. ``gp-ucb``, ``gp-ucb-exact`` and
-``lipschitz`` are audited the same way at the end of this file (their twins are explained there). Passing is
-evidence, not a proof.
+Measured when written: real searches 0.08 / 0.0 / 0.5 (random / noisy-ucb / prescreen), twins 2.3-3.7.
+``gp-ucb``, ``gp-ucb-exact`` and ``lipschitz`` are audited the same way at the end of this file (their twins are
+explained there). Passing is evidence, not a proof.
 """
 
 import numpy as np
