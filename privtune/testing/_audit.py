@@ -268,10 +268,15 @@ def audit_mechanism(
         n_codes = k + 2
         hd = np.bincount(cx, minlength=n_codes)
         hp = np.bincount(cy, minlength=n_codes)
-        # Drop codes that cannot occur by declaration (None if undeclared, "other" if unseen).
+        # An output outside the declared set would make the family depend on the samples (which are also the
+        # evaluation samples): refused. The codes that cannot occur by declaration are dropped.
+        if hd[k + 1] + hp[k + 1] > 0 or (not none_fixed and hd[k] + hp[k] > 0):
+            raise InvalidParameterError(
+                f"{owner}: a sampler returned an output that is not among the declared 'outcomes'; declare every "
+                "possible output (None included), or leave 'outcomes' unset to learn them.")
         keep = np.ones(n_codes, dtype=bool)
-        keep[k] = none_fixed or hd[k] + hp[k] > 0
-        keep[k + 1] = hd[k + 1] + hp[k + 1] > 0
+        keep[k] = none_fixed
+        keep[k + 1] = False
         fam = _finish_family([r[:, keep] for r in _base_family(n_codes, k)])
         full = np.zeros((fam.shape[0], n_codes), dtype=bool)
         full[:, keep] = fam

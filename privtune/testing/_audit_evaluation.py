@@ -58,7 +58,8 @@ class AuditResult:
         How the samples of each input were split between choosing the candidate
         sets and evaluating them (``n_selection = 0`` for a fixed family).
     n_tests : int
-        Number of (set, direction) pairs evaluated; the Bonferroni divisor.
+        Number of (set, direction) pairs evaluated; each uses two one-sided
+        bounds, so the Bonferroni divisor of alpha is ``2 * n_tests``.
     output_type : {"continuous", "discrete", "events", "histogram"}
         Which family of output sets was used.
     """

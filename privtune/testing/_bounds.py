@@ -158,8 +158,9 @@ def epsilon_lower_bound_from_counts(
         The claimed delta.
     alpha : float in (0, 1)
         Error probability of each of the two one-sided bounds. Divide your
-        overall alpha by ``2 * number_of_sets`` (Bonferroni) before calling
-        this on many sets at once and taking the maximum.
+        overall alpha by ``2 * number_of_tests`` (Bonferroni; a test is one
+        set in one direction, so both directions of a set are two tests)
+        before calling this on many sets at once and taking the maximum.
 
     Returns
     -------

@@ -483,3 +483,21 @@ def test_split_sizes_and_counts_are_consistent():
     assert res.n_tests == 5
     assert 0 <= res.count_d <= res.n_evaluation and 0 <= res.count_d_prime <= res.n_evaluation
     assert res.claimed_epsilon == 1.0 and res.claimed_delta == 0.0 and res.confidence == 0.999
+
+
+def test_an_output_outside_the_declared_outcomes_is_refused():
+    """With ``outcomes`` the family is fixed in advance; an undeclared output (5, or None when None is not
+    declared) made the kept codes, and so the Bonferroni divisor, depend on the samples (n_tests 12 or 4 with the
+    seed). It is now refused."""
+    rng = np.random.default_rng(0)
+    for bad in (5, None):
+        def sample(n, bad=bad):
+            out = rng.integers(0, 2, n).astype(object)
+            out[0] = bad
+            return out
+        with pytest.raises(InvalidParameterError, match="not among the declared 'outcomes'"):
+            audit_mechanism(sample, sample, epsilon=1.0, n_samples=200, outcomes=[0, 1])
+    with_none = audit_mechanism(lambda n: np.array([None] + [0] * (n - 1), dtype=object),
+                                lambda n: np.array([1] * n, dtype=object), epsilon=1.0, n_samples=200,
+                                outcomes=[0, 1, None])
+    assert with_none.violation
