@@ -583,3 +583,67 @@ def test_raw_score_paths_deliver_their_records_after_the_loop(unit_rows, method)
     assert events.count("record") == 3 and s.n_iter_ == 3
     first = events.index("record")
     assert "eval" not in events[first:] and events[:first].count("eval") >= 1
+
+
+def _fit_quietly(est, X, y):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y)
+    return est, [f"{w.category.__name__}: {w.message}" for w in caught]
+
+
+def test_one_entry_of_a_column_vector_list_cannot_change_how_the_others_are_read():
+    """y = [[0], [1], ...] was ravelled with a warning; one entry replaced by a bare scalar (same value) made the
+    list ragged, every other label a list matching no class, and the fit used that one row only (training accuracy
+    0.994 -> 0.661 at n = 2000; the search's released score 0.995 -> 0.005). Each entry is now read on its own."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(0, 0.3, (300, 3))
+    y = (X[:, 0] > 0).astype(int)
+    col = [[int(v)] for v in y]
+    for row in (int(y[7]), [0, 1], [], "x"):  # a bare scalar, a 2-element list, an empty list, a string
+        nb = list(col)
+        nb[7] = row
+        a, wa = _fit_quietly(DPLogisticRegression(classes=[0, 1], random_state=0), X, col)
+        b, wb = _fit_quietly(DPLogisticRegression(classes=[0, 1], random_state=0), X, nb)
+        ref = list(y)
+        ref[7] = int(y[7]) if isinstance(row, int) else 5  # the row's own reading: its label, or outside
+        c, _ = _fit_quietly(DPLogisticRegression(classes=[0, 1], random_state=0), X, ref)
+        assert wa == wb == [] and np.array_equal(b.coef_, c.coef_)
+        assert a.score(X, y) > 0.9 and b.score(X, y) > 0.9
+    t = np.clip(0.5 * X[:60, 0] + 0.1, -1, 1)
+    tcol = [[float(v)] for v in t]
+    tnb = list(tcol)
+    tnb[7] = float(t[7])
+    r1, _ = _fit_quietly(DPChebyshevRegressor(random_state=0), X[:60], tcol)
+    r2, _ = _fit_quietly(DPChebyshevRegressor(random_state=0), X[:60], tnb)
+    assert np.array_equal(r1.coef_, r2.coef_)
+    X_tr, y_tr = X[:150], y[:150]
+    scores = []
+    for yv in (col[150:], [int(y[150])] + col[151:]):
+        s = PrivateSearchCV(SVC(random_state=0), {"C": Real(0.5, 2.0)}, epsilon=50.0, n_iter=2, n_candidates=2,
+                            random_state=0, refit=False).fit(X_tr, y_tr, X_val=X[150:], y_val=yv)
+        scores.append(s.best_score_)
+    assert scores[0] == scores[1] > 0.8
+
+
+def test_an_overflowing_cast_of_one_entry_does_not_warn():
+    """A long-double row of 1e4000 (the caller's public dtype) made fit print numpy's 'overflow encountered in
+    cast'; with noise='laplace' a row of L1 norm beyond float64 printed 'overflow encountered in reduce'. The
+    entry becomes inf (then a row of norm 0 after clipping), silently."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(0, 0.3, (40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    if np.finfo(np.longdouble).max > 1e4000:  # an 80-bit long double (x86-64)
+        XL = X.astype(np.longdouble)
+        XL[3, 0] = np.longdouble("1e4000")
+        for est in (DPLogisticRegression(classes=[0, 1], random_state=0), DPNonConvexClassifier(classes=[0, 1],
+                                                                                                random_state=0)):
+            assert _fit_quietly(est, XL, y)[1] == []
+        t = np.zeros(40, dtype=np.longdouble)
+        t[3] = np.longdouble("1e4000")
+        assert _fit_quietly(DPChebyshevRegressor(random_state=0), X, t)[1] == []
+    X2 = X.copy()
+    X2[3] = [1e308, -1e308, 0.0]
+    for est in (DPLogisticRegression(classes=[0, 1], noise="laplace", random_state=0),
+                DPLinearSVC(classes=[0, 1], noise="laplace", random_state=0)):
+        assert _fit_quietly(est, X2, y)[1] == []

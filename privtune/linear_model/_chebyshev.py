@@ -37,7 +37,7 @@ from privtune.optim.piecewise import (
 )
 from privtune.optim.piecewise_core import check_box
 from privtune.utils import check_epsilon, check_finite_array, check_integer, check_random_state
-from privtune.utils._validation import entrywise_float
+from privtune.utils._validation import entrywise_float, label_entries
 
 __all__ = ["DPChebyshevRegressor"]
 
@@ -248,7 +248,7 @@ default="perturb-objective"
         X = _numeric_table(self, X, _OWNER, reset=True)
         X = check_finite_array(X, "X", owner=_OWNER, ndim=2)  # the features are public
         try:  # each target on its own: one that is not a number becomes NaN (mapped below), never a refusal
-            y = entrywise_float(y)
+            y = entrywise_float(label_entries(y))
         except Exception:  # noqa: BLE001 - ragged input: a structure, not a value
             raise InvalidParameterError(f"{_OWNER}.fit: y must be a 1-D array of numbers (ragged input).") from None
         if y.ndim == 2 and y.shape[1] == 1:

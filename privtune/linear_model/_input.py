@@ -59,8 +59,17 @@ def _numeric_table(est: Any, X: Any, owner: str, *, reset: bool, entrywise: bool
     With ``entrywise`` (``fit`` of a DP estimator, after its charge) an entry
     that is not a real number becomes NaN instead of refusing the whole table
     (:func:`privtune.utils._validation.entrywise_float`); the estimator then maps
-    it like any non-finite entry. Only the table's structure can be refused.
+    it like any non-finite entry. Only the table's structure can be refused, and
+    no warning is shown (an entry's overflow in the cast, say, would depend on it).
     """
+    if not entrywise:
+        return _read_numeric_table(est, X, owner, reset=reset, entrywise=False)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return _read_numeric_table(est, X, owner, reset=reset, entrywise=True)
+
+
+def _read_numeric_table(est: Any, X: Any, owner: str, *, reset: bool, entrywise: bool) -> np.ndarray:
     try:
         return validate_data(est, X, dtype=np.float64, reset=reset, ensure_all_finite=False)
     except Exception as exc:  # noqa: BLE001 - scikit-learn's messages can quote values: never repeated

@@ -27,7 +27,7 @@ from privtune.optim._losses import _FLOAT32_SHRINK, clip_rows, compact_rows
 from privtune.optim._schedules import HORIZONS, SOLVERS
 from privtune.optim.accelerated import dp_accelerated, gaussian_run_multiplier
 from privtune.optim.line_search import MarginObjective, blsgd_privacy_event, dp_blsgd
-from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
+from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real, label_entries
 
 __all__ = ["DPLogisticRegression"]
 
@@ -213,6 +213,7 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
         """
         owner = type(self).__name__
         params = self._validate_common(owner)
+        y = label_entries(y)  # a list's entries each read on their own
         n, d = _public_shape(X, y, owner)
         if params["batch_size"] is not None and params["batch_size"] > n:
             raise InvalidParameterError(
@@ -475,9 +476,11 @@ _PRIVACY_DOC = """
     ``intercept_``, ``n_iter_`` and every released iterate in
     ``optimize_result_``. Public: ``n``, ``n_features``, every hyperparameter,
     the declared bounds and the label set. With ``classes=None`` the two labels
-    are read from ``y``: the guarantee then holds between neighbouring datasets
-    that both contain both labels (declare ``classes`` to remove this
-    condition). The event charged, once and before the first gradient, is
+    are read from ``y``: the guarantee then holds only between neighbouring
+    datasets with the same set of labels, equal in value *and* type (a label
+    ``1.0`` among ints changes the dtype of ``classes_``; a third label or a
+    NaN makes ``fit`` refuse after its charge). Declare ``classes`` to remove
+    this condition (``PrivateSearchCV`` requires it). The event charged, once and before the first gradient, is
     (Gaussian, privtune's extension) the composition of one
     ``GaussianEvent(noise_multiplier=nm_t)`` per step, which composes exactly
     to one Gaussian calibrated at ``(epsilon (1 - 1e-3), delta)``, with the

@@ -31,7 +31,7 @@ from privtune.optim.second_order import (
     dp_second_order,
     second_order_privacy_event,
 )
-from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
+from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real, label_entries
 
 __all__ = ["DPNonConvexClassifier"]
 
@@ -390,6 +390,7 @@ class DPNonConvexClassifier(_SigmoidProbaMixin, _BinaryLinearClassifier):
         """
         owner = type(self).__name__
         p = self._validate(owner)
+        y = label_entries(y)  # a list's entries each read on their own
         n, d = _public_shape(X, y, owner)
         if p["batch_size"] is not None and p["batch_size"] > n:
             raise InvalidParameterError(

@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_array
 
 from privtune.exceptions import InvalidParameterError
 from privtune.space import Dimension, SearchSpace
-from privtune.utils._validation import keep_entry_types
+from privtune.utils._validation import keep_entry_types, label_entries
 
 
 def _as_space(search_space: Any) -> SearchSpace:
@@ -64,7 +64,7 @@ def _as_table(X: Any, name: str) -> Any:
 def _as_labels(y: Any, name: str) -> np.ndarray:
     """A 1-D array of targets; errors name the argument and its shape, never a value."""
     try:
-        arr = keep_entry_types(y)  # one string label must not turn every other label into a string (rule 7)
+        arr = keep_entry_types(label_entries(y))  # one label must not change how the others are read (rule 7)
     except Exception:  # noqa: BLE001
         raise InvalidParameterError(f"PrivateSearchCV.fit could not read {name} as an array.") from None
     if arr.ndim == 2 and arr.shape[1] == 1:

@@ -42,6 +42,7 @@ from privtune.utils._validation import (
     check_epsilon,
     check_integer,
     check_real,
+    label_entries,
     match_declared_labels,
 )
 
@@ -472,6 +473,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         """
         owner = type(self).__name__
         params = self._validate_params_public(owner)
+        y = label_entries(y)  # a list's entries each read on their own
         n, d = _public_shape(X, y, owner)
         tr = params["trainer"]
         event = blsgd_privacy_event(n, **tr)

@@ -30,7 +30,7 @@ import numpy as np
 
 from privtune.exceptions import InvalidParameterError
 from privtune.optim._losses import MarginLoss, clip_rows, get_loss, map_into_domain
-from privtune.utils._validation import check_integer, check_real, entrywise_float, public_shape
+from privtune.utils._validation import check_integer, check_real, entrywise_float, label_entries, public_shape
 
 
 # ----------------------------------------------------------------------------- the objective protocol
@@ -130,6 +130,7 @@ class MarginObjective:
                                         f"{tuple(shape)}.")
         self.n_samples = int(shape[0])
         self.n_params = int(shape[1])
+        y = label_entries(y)  # a list's entries each read on their own
         y_shape = public_shape(y)  # public: one label per row
         if len(y_shape) != 1 or y_shape[0] != self.n_samples:
             raise InvalidParameterError(f"The 'y' parameter of {owner} must be 1-D with one label per row of X "

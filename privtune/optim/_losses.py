@@ -172,9 +172,10 @@ def _clip_factors(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str,
     computed in float64 whatever the dtype of ``U``. ``mode="raise"`` refuses
     rows over a bound by more than a relative ``1e-12`` (see :func:`clip_rows`).
     """
-    n2 = np.sqrt(np.einsum("ij,ij->i", U, U, dtype=np.float64))
+    with np.errstate(all="ignore"):  # a row whose norm overflows is scaled to 0, never warned about
+        n2 = np.sqrt(np.einsum("ij,ij->i", U, U, dtype=np.float64))
     lim2 = flag * l2_bound
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):
         f2 = np.where(n2 > lim2, l2_bound / n2, 1.0)
         if l1_bound >= math.sqrt(U.shape[1]) * l2_bound:  # ||u||_1 <= sqrt(d) ||u||_2: the L1 bound cannot bind
             factor = f2

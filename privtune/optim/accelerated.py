@@ -74,7 +74,7 @@ from privtune.optim._accelerated_plan import _make_plan, _Plan
 from privtune.optim._accelerated_plan import gaussian_run_multiplier as gaussian_run_multiplier  # re-exported
 from privtune.optim._losses import ClippedRows, clip_rows, map_into_domain
 from privtune.optim._result import DPOptimizeResult
-from privtune.utils._validation import entrywise_float, public_shape
+from privtune.utils._validation import entrywise_float, label_entries, public_shape
 
 __all__ = [
     "dp_accelerated",
@@ -217,6 +217,7 @@ def _run(X: Any, y: Any, *, add_noise: bool, accountant: Any, phase: str, **kw: 
     if not isinstance(phase, str):
         raise InvalidParameterError(f"The 'phase' parameter of {owner} must be a str. Got {phase!r} instead.")
     plan = _make_plan(n=n, d=d, accountant=accountant, owner=owner, **kw)
+    y = label_entries(y)  # a list's entries each read on their own
     _check_label_shape(y, n, owner)
     if accountant is not None:
         accountant.check(plan.total)  # refuses an over-budget run before any value of X is read

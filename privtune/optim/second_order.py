@@ -79,7 +79,7 @@ from privtune.optim._second_order_steps import _smallest_eigenpair as _smallest_
 from privtune.optim._second_order_steps import curvature_direction as curvature_direction
 from privtune.optim.accelerated import _check_label_shape, _public_shape, _read_data
 from privtune.utils._random import check_random_state
-from privtune.utils._validation import check_integer
+from privtune.utils._validation import check_integer, label_entries
 
 __all__ = ["dp_second_order", "second_order_privacy_event", "SecondOrderResult", "SecondOrderHistory",
            "VARIANTS"]
@@ -475,6 +475,7 @@ def dp_second_order(
         plan = _make_plan(n, d, v, gap=reference_gap, owner=owner)
     else:
         plan = _make_plan(n, d, v, gap=None, owner=owner)
+    y = label_entries(y)  # a list's entries each read on their own
     _check_label_shape(y, n, owner)
     if accountant is not None:
         accountant.check(plan.total)  # refuses an over-budget run before any value of X is read

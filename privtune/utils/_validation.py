@@ -28,6 +28,7 @@ __all__ = [
     "check_sensitivity",
     "check_finite_array",
     "keep_entry_types",
+    "label_entries",
     "entrywise_float",
     "public_shape",
     "match_declared_labels",
@@ -204,6 +205,48 @@ def public_shape(values: Any) -> tuple[int, ...]:
         return ()
 
 
+class _UnreadableEntry:
+    """A label or target entry that is a sequence of several values: it is no label and no number."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<unreadable entry>"
+
+
+UNREADABLE_ENTRY = _UnreadableEntry()
+
+
+def _one_entry(e: Any) -> Any:
+    if not isinstance(e, (list, tuple, np.ndarray)):
+        return e
+    try:
+        flat = np.asarray(e, dtype=object).reshape(-1)
+    except Exception:  # noqa: BLE001 - a ragged entry
+        return UNREADABLE_ENTRY
+    if flat.size == 1 and not isinstance(flat[0], (list, tuple, np.ndarray)):
+        return flat[0]
+    return UNREADABLE_ENTRY
+
+
+def label_entries(y: Any) -> Any:
+    """A list or tuple of labels (or targets), read entry by entry so that one entry cannot change the others.
+
+    An entry that is a one-element sequence (a row of a column vector
+    ``[[0], [1], ...]``) is that element; an entry that is a sequence of any
+    other size is :data:`UNREADABLE_ENTRY` (it matches no class and is not a
+    number). Before, the list's shape came from every entry: ``[[0], [1], ...]``
+    was a column vector, ravelled with a warning, but one entry replaced by a
+    scalar made the list ragged, and every other label became a list that
+    matched no class -- one row decided how all the others were read. Arrays
+    and other containers (their own shape is public structure) are returned
+    unchanged.
+    """
+    if not isinstance(y, (list, tuple)):
+        return y
+    return [_one_entry(e) for e in y]
+
+
 def keep_entry_types(values: Any) -> np.ndarray:
     """``values`` as an array in which one entry never changes how another is read.
 
@@ -242,9 +285,10 @@ def entrywise_float(values: Any) -> np.ndarray:
     only input whose *structure* cannot be an array (ragged) is refused, by the caller, from its shape.
     """
     kind = getattr(getattr(values, "dtype", None), "kind", None)
-    if kind is not None and kind in "biuf":
-        return np.asarray(values, dtype=np.float64)
-    with warnings.catch_warnings():  # a complex entry must not warn (a warning would depend on it): it is NaN
+    with warnings.catch_warnings(), np.errstate(all="ignore"):  # no warning may depend on an entry (an overflow of
+        warnings.simplefilter("ignore")  # a long double cast, a complex entry): such an entry is inf or NaN
+        if kind is not None and kind in "biuf":
+            return np.asarray(values, dtype=np.float64)
         warnings.simplefilter("error", np.exceptions.ComplexWarning)
         try:
             return np.asarray(values, dtype=np.float64)

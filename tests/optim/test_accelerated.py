@@ -635,8 +635,14 @@ def test_public_type_defects_are_refused_before_the_charge():
         dp_gradient_descent(X.astype(complex), y, **kw)
     assert len(acc.entries) == 0
     with pytest.raises(InvalidParameterError, match="one label per row"):
-        dp_gradient_descent(X, [[1.0, -1.0]] * 100, **kw)  # 2-D labels: a shape, public
+        dp_gradient_descent(X, np.array([[1.0, -1.0]] * 100), **kw)  # a 2-D array of labels: its shape, public
     assert len(acc.entries) == 0
+    # A list's shape comes from its entries (one entry made a scalar would change it), so a list is read entry by
+    # entry: a two-element entry is no label (its row becomes the zero row), whatever the other entries are.
+    dp_gradient_descent(X, [[1.0, -1.0]] * 100, **kw)
+    assert len(acc.entries) == 1
+    acc = Accountant(Budget(10.0, 0.0))
+    kw["accountant"] = acc
     nested = [1.0, -1.0, [1.0]] + list(y[3:])  # one label is a sequence: an entry that is not a number
     dp_gradient_descent(X, nested, **kw)
     assert len(acc.entries) == 1
