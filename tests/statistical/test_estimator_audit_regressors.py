@@ -149,27 +149,34 @@ def _cheb_claim() -> tuple[float, float]:
     return spent.epsilon, spent.delta
 
 
-def _cheb_sampler(y, seed0: int, claim: tuple[float, float]):
+def _fit_sampler(fit, data, output, seed0: int, claim: tuple[float, float]):
+    """``sample(k)``: ``output`` of ``k`` fits ``fit(data, seed)`` on consecutive seeds from ``seed0``, each
+    checked to report the same claim."""
     state = {"next": seed0}
 
     def sample(k: int) -> np.ndarray:
         out = np.empty(k)
         for i in range(k):
-            reg = _cheb_fit(y, state["next"])
+            est = fit(data, state["next"])
             state["next"] += 1
-            assert (reg.privacy_spent_.epsilon, reg.privacy_spent_.delta) == claim
-            out[i] = reg.predict(CHEB_POINT)[0]
+            assert (est.privacy_spent_.epsilon, est.privacy_spent_.delta) == claim
+            out[i] = output(est)
         return out
 
     return sample
 
 
+def _cheb_sampler(y, seed0: int, claim: tuple[float, float]):
+    return _fit_sampler(_cheb_fit, y, lambda reg: reg.predict(CHEB_POINT)[0], seed0, claim)
+
+
+def _audit_pair(sampler, data_d, data_dp, claim: tuple[float, float], seeds: tuple[int, int], n: int, events):
+    return audit_mechanism(sampler(data_d, seeds[0], claim), sampler(data_dp, seeds[1], claim), epsilon=claim[0],
+                           delta=claim[1], n_samples=n, events=events, confidence=1.0 - ALPHA, random_state=0)
+
+
 def _audit_cheb(which: str):
-    claim = _cheb_claim()
-    seed_d, seed_dp = CHEB_SEEDS[which]
-    return audit_mechanism(_cheb_sampler(CHEB_Y_D, seed_d, claim), _cheb_sampler(CHEB_Y_DP, seed_dp, claim),
-                           epsilon=claim[0], delta=claim[1], n_samples=N_CHEB, events=CHEB_EVENTS,
-                           confidence=1.0 - ALPHA, random_state=0)
+    return _audit_pair(_cheb_sampler, CHEB_Y_D, CHEB_Y_DP, _cheb_claim(), CHEB_SEEDS[which], N_CHEB, CHEB_EVENTS)
 
 
 def test_chebyshev_pair_is_clipped_and_twin_only_drops_the_clipping(monkeypatch):
@@ -272,26 +279,11 @@ def _nc_claim() -> tuple[float, float]:
 
 
 def _nc_sampler(X, seed0: int, claim: tuple[float, float]):
-    state = {"next": seed0}
-
-    def sample(k: int) -> np.ndarray:
-        out = np.empty(k)
-        for i in range(k):
-            clf = _nc_fit(X, state["next"])
-            state["next"] += 1
-            assert (clf.privacy_spent_.epsilon, clf.privacy_spent_.delta) == claim
-            out[i] = clf.coef_[0, 0]
-        return out
-
-    return sample
+    return _fit_sampler(_nc_fit, X, lambda clf: clf.coef_[0, 0], seed0, claim)
 
 
 def _audit_nc(which: str):
-    claim = _nc_claim()
-    seed_d, seed_dp = NC_SEEDS[which]
-    return audit_mechanism(_nc_sampler(NC_X_D, seed_d, claim), _nc_sampler(NC_X_DP, seed_dp, claim),
-                           epsilon=claim[0], delta=claim[1], n_samples=N_NC, events=NC_EVENTS,
-                           confidence=1.0 - ALPHA, random_state=0)
+    return _audit_pair(_nc_sampler, NC_X_D, NC_X_DP, _nc_claim(), NC_SEEDS[which], N_NC, NC_EVENTS)
 
 
 def test_nonconvex_pair_is_clipped_and_twin_only_drops_the_clipping(monkeypatch):
