@@ -647,3 +647,68 @@ def test_an_overflowing_cast_of_one_entry_does_not_warn():
     for est in (DPLogisticRegression(classes=[0, 1], noise="laplace", random_state=0),
                 DPLinearSVC(classes=[0, 1], noise="laplace", random_state=0)):
         assert _fit_quietly(est, X2, y)[1] == []
+
+
+def _files_under(folder):
+    import os
+    return sum(len(files) for _, _, files in os.walk(folder))
+
+
+def test_parallel_workers_never_get_the_rows_through_a_temporary_file(tmp_path, monkeypatch):
+    """joblib memory-maps arrays over 1 MB to JOBLIB_TEMP_FOLDER (/dev/shm or the disk) for its worker
+    processes: a search with n_jobs=2 wrote its sensitive validation rows there. Its mapper now never does."""
+    from privtune.model_selection._parallel import make_mapper
+
+    folder = tmp_path / "joblib"
+    folder.mkdir()
+    monkeypatch.setenv("JOBLIB_TEMP_FOLDER", str(folder))
+    big = np.random.default_rng(0).normal(size=(4000, 40))  # 1.28 MB: over joblib's default threshold
+    seen = make_mapper(2)(lambda a, path=str(folder): (_files_under(path), float(a.sum())), [big, big])
+    assert [n for n, _ in seen] == [0, 0]
+
+
+def test_parallel_search_ships_object_rows_to_threads_and_secret_counts_stay_in_process(unit_rows, monkeypatch):
+    """(1) One validation cell that cannot be pickled (an object array) made a loky n_jobs=2 search raise
+    PicklingError where the neighbour ran: object data now goes to threads. (2) Random stopping's secret K and
+    lipschitz's final batch were task counts a dask scheduler shows: those methods no longer use the pool, and
+    lipschitz's final batch is every candidate (a public count)."""
+    import threading
+
+    from privtune.bo.lipschitz import LipschitzRelease
+    from privtune.model_selection import _search
+    from privtune.space import SearchSpace, candidate_set
+
+    X_tr, y_tr, X_v, y_v = unit_rows
+    X_obj = X_v.astype(object)
+    X_obj[3, 0] = threading.Lock()  # becomes NaN for the row-isolated scorer; a process pool cannot pickle it
+
+    class Tolerant(SVC):
+        def predict(self, X):
+            return super().predict(np.asarray([[float(v) if isinstance(v, float) else 0.0 for v in r] for r in X]))
+
+    s = PrivateSearchCV(Tolerant(random_state=0), {"C": Real(0.5, 2.0)}, n_jobs=2, n_iter=2, n_candidates=4,
+                        random_state=0, refit=False).fit(X_tr, y_tr, X_val=X_obj, y_val=y_v)
+    assert s.best_score_ is not None
+    calls = []
+    real = _search.make_mapper
+
+    def recording(*args, **kwargs):
+        inner = real(*args, **kwargs)
+        return lambda fn, items: calls.append(len(items)) or inner(fn, items)
+
+    monkeypatch.setattr(_search, "make_mapper", recording)
+    PrivateSearchCV(_stopped(0).estimator, {"C": Real(0.1, 100, log=True)}, sensitive="both", epsilon=1.0,
+                    n_iter=4, n_candidates=16, method_params={"selection": "random-stopping"}, n_jobs=2,
+                    random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    params = {"regularization": "C", "lambda_bounds": (1.0, 1.01), "lipschitz": 1.0, "loss_bound": 1.0}
+    PrivateSearchCV(SVC(random_state=0), {"C": Real(1.0, 1.01)}, method="lipschitz", scoring="neg_log_loss",
+                    score_bounds=(-1.0, 0.0), method_params=params, n_jobs=2, n_iter=3, n_candidates=4,
+                    random_state=0, refit=False).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert calls == []
+    batches = []
+    cands = candidate_set(SearchSpace({"C": Real(1.0, 1.01)}), 6, random_state=0)
+    LipschitzRelease(epsilon=1.0, n_iter=4, regularization="C", lambda_bounds=(1.0, 1.01), lipschitz=1.0,
+                     loss_bound=1.0, n_validation=40).run(
+        lambda p: -0.5, cands, random_state=0, mapper=lambda fn, items: batches.append(len(items)) or
+        [fn(it) for it in items])
+    assert batches == [6]

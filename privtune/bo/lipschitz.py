@@ -193,10 +193,11 @@ class LipschitzRelease(GPMethod):
         score = self._release_score(lap, best)
         index, params = None, None
         if self.select:
-            missing = [i for i in range(len(candidates)) if i not in scores]
-            f.pay(len(missing))
-            for i, v in zip(missing, f.batch(missing), strict=True):
-                scores[i] = v
+            # Every candidate, visited or not: the batch's size (a count of tasks a worker pool shows) must not
+            # tell how many the raw-score path visited. max_evaluations counts them all.
+            every = list(range(len(candidates)))
+            f.pay(len(every))
+            scores = dict(zip(every, f.batch(every), strict=True))
             em = Exponential(epsilon=eps_sel, sensitivity=consts["per_lambda_sensitivity"], random_state=source)
             index = em.select(np.array([scores[i] for i in range(len(candidates))]))
             params = candidates[index]

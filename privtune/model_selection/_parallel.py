@@ -24,6 +24,13 @@ def make_mapper(n_jobs: int | None, *, threads: bool = False, quiet: bool = Fals
         Silence warnings inside each call, in whichever worker runs it: a worker
         process does not inherit the caller's warning filters, and a warning
         there can depend on the sensitive rows or on a secret search path.
+
+    Notes
+    -----
+    The calls' arguments and closures (the sensitive validation rows among
+    them) are never memory-mapped to a file (``max_nbytes=None``): joblib's
+    default writes arrays over 1 MB to ``JOBLIB_TEMP_FOLDER`` (``/dev/shm`` or
+    the disk) for worker processes to read.
     """
     from joblib import Parallel, delayed
 
@@ -31,7 +38,7 @@ def make_mapper(n_jobs: int | None, *, threads: bool = False, quiet: bool = Fals
 
     def mapper(fn: Callable[[Any], float], items: Sequence[Any]) -> list[Any]:
         call = partial(_silenced, fn) if quiet else fn
-        return list(Parallel(n_jobs=n_jobs, backend=backend)(delayed(call)(it) for it in items))
+        return list(Parallel(n_jobs=n_jobs, backend=backend, max_nbytes=None)(delayed(call)(it) for it in items))
     return mapper
 
 

@@ -63,6 +63,16 @@ class CandidateFitError(PrivtuneError, RuntimeError):
 _RAW_TRAJECTORY = ("gp-ucb", "gp-ucb-exact", "lipschitz")
 
 
+def _ships_by_dtype(a: Any) -> bool:
+    """Whether ``a`` pickles whatever its values, judged from its dtype(s) alone (public structure): numbers and
+    strings do; an object array or column may hold a cell that cannot be pickled."""
+    if a is None:
+        return True
+    dtypes = getattr(a, "dtypes", None)
+    if dtypes is not None and not isinstance(dtypes, np.dtype):  # a table: one dtype per column
+        return all(getattr(d, "kind", "O") in "biufcUSMm" for d in dtypes)
+    return getattr(getattr(a, "dtype", None), "kind", "O") in "biufcUSMm"
+
 class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixin, BaseSearchCV):
     """Hyperparameter search whose results are released under differential privacy.
 
@@ -180,8 +190,15 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         isolation, :mod:`privtune.model_selection._scoring`).
     n_jobs : int or None, default=None
         joblib parallelism for data-independent batches of evaluations; results
-        are identical to ``n_jobs=1`` for a fixed seed. Works under
-        ``joblib.parallel_backend("dask")``.
+        are identical to ``n_jobs=1`` for a fixed seed (unless warnings are
+        turned into errors: a parallel run silences the candidates' warnings,
+        so a fit that would raise under ``-W error`` does not). Works under
+        ``joblib.parallel_backend("dask")``. Random stopping and the raw-score
+        methods (``gp-ucb``, ``gp-ucb-exact``, ``lipschitz``) evaluate in this
+        process whatever ``n_jobs`` (a pool's task count would show their
+        secret number of evaluations); with sensitive training rows or
+        object-dtype data, workers are threads. Arrays are never
+        memory-mapped to a temporary file for the workers.
     random_state : None, int or numpy Generator, default=None
         ``None``: cryptographically secure noise (for release). An int makes the
         run reproducible and labels it "seeded (reproducible, not for release)".
@@ -506,8 +523,14 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         # every worker process (which does not inherit this process's filters).
         quiet = (self.sensitive != "validation" or self.n_jobs not in (None, 1)
                  or method.name in _RAW_TRAJECTORY or cfg["stopping"])
-        mapper = (make_mapper(self.n_jobs, threads=tickets is not None, quiet=quiet)
-                  if self.n_jobs not in (None, 1) else None)
+        # In this process (no mapper): random stopping's secret number of runs K, or the raw-score path's final
+        # batch, would be a count of tasks a worker pool (a dask scheduler's task stream) shows. In threads: fits
+        # that charge the shared training accountant, and sensitive rows whose cells may not pickle (an object
+        # array: whether shipping them to a process fails would depend on one cell).
+        in_process = cfg["stopping"] or method.name in _RAW_TRAJECTORY
+        threads = tickets is not None or not all(_ships_by_dtype(a) for a in (X_tr, y_tr, X_v, y_v))
+        mapper = (make_mapper(self.n_jobs, threads=threads, quiet=quiet)
+                  if self.n_jobs not in (None, 1) and not in_process else None)
         # A progress display on the local terminal, never part of a release. The GP methods report each
         # (released) iteration; ``random`` with the exponential selection counts the evaluations of its fixed,
         # data-independent batch when they run in this process. Random stopping shows nothing: its number of
