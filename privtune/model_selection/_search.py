@@ -73,6 +73,7 @@ def _ships_by_dtype(a: Any) -> bool:
         return all(getattr(d, "kind", "O") in "biufcUSMm" for d in dtypes)
     return getattr(getattr(a, "dtype", None), "kind", "O") in "biufcUSMm"
 
+
 class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixin, BaseSearchCV):
     """Hyperparameter search whose results are released under differential privacy.
 
