@@ -35,7 +35,6 @@ from scipy.linalg import solve_triangular
 __all__ = ["IncrementalCholesky"]
 
 
-
 class IncrementalCholesky:
     """Bordered Cholesky of ``K_obs + diag(noise)`` and the rows ``L⁻¹ K_cand``.
 

@@ -480,8 +480,9 @@ _PRIVACY_DOC = """
     datasets with the same set of labels, equal in value *and* type (a label
     ``1.0`` among ints changes the dtype of ``classes_``; a third label or a
     NaN makes ``fit`` refuse after its charge). Declare ``classes`` to remove
-    this condition (``PrivateSearchCV`` requires it). The event charged, once and before the first gradient, is
-    (Gaussian, privtune's extension) the composition of one
+    this condition (``PrivateSearchCV`` requires it). The event charged, once
+    and before the first gradient, is (Gaussian, privtune's extension) the
+    composition of one
     ``GaussianEvent(noise_multiplier=nm_t)`` per step, which composes exactly
     to one Gaussian calibrated at ``(epsilon (1 - 1e-3), delta)``, with the
     per-example L2 sensitivity ``2 kappa R_2`` (``R_2`` the declared L2 bound
