@@ -9,7 +9,8 @@ This module holds the composition machinery behind
   the exact-Gaussian precision), whose ``bound`` keeps the smallest valid
   epsilon (``_best`` breaks near-ties);
 * the per-event RDP curves: ``_rdp_curve`` (cached per immutable event) and
-  ``_renyi_curve`` for events built from stated RDP bounds (``_has_renyi``);
+  ``_renyi_curve`` for events built from stated RDP bounds or Poisson-subsampled
+  Gaussians (``_has_renyi``);
 * ``_truncation_mass`` (random stopping's capped law of K) and
   ``_gaussian_precision`` (unsampled Gaussians composed exactly);
 * :data:`BUDGET_RTOL`, the relative tolerance of every budget comparison.
@@ -38,11 +39,12 @@ from privtune.accounting._conversion import dp_relation, pld_supported, to_pld, 
 from privtune.accounting.events import (
     ComposedEvent,
     GaussianEvent,
+    PoissonSampledEvent,
     PrivacyEvent,
     RenyiEvent,
     SelfComposedEvent,
 )
-from privtune.accounting.rdp_math import gaussian_epsilon_exact, rdp_to_epsilon
+from privtune.accounting.rdp_math import gaussian_epsilon_exact, poisson_gaussian_rdp, rdp_to_epsilon
 from privtune.exceptions import UnsupportedEventError
 
 #: Relative tolerance on budget comparisons (absorbs float representation of splits).
@@ -103,20 +105,33 @@ def _rdp_curve_of(event: PrivacyEvent, orders: tuple[float, ...], relation: str)
 _rdp_curve_cached = functools.lru_cache(maxsize=4096)(_rdp_curve_of)
 
 
+def _poisson_gaussian(event: PrivacyEvent) -> bool:
+    """A Gaussian on a Poisson subsample: its curve is privtune's (valid on the lattice), not dp-accounting's."""
+    return (isinstance(event, PoissonSampledEvent) and event.relation == "add_remove"
+            and isinstance(event.event, GaussianEvent))
+
+
 def _has_renyi(event: PrivacyEvent) -> bool:
-    return isinstance(event, RenyiEvent) or any(_has_renyi(c) for c in event.children())
+    """Whether the curve is composed here: stated RDP bounds, or Poisson-subsampled Gaussians inside."""
+    return (isinstance(event, RenyiEvent) or _poisson_gaussian(event)
+            or any(_has_renyi(c) for c in event.children()))
 
 
 def _renyi_curve(event: PrivacyEvent, orders: tuple[float, ...], relation: str) -> np.ndarray | None:
     """The RDP curve of an event built from :class:`RenyiEvent` s by composition (None if not expressible).
 
-    A :class:`RenyiEvent` is its stated bound (``inf`` above its largest order);
+    A :class:`RenyiEvent` is its stated bound (``inf`` above its largest order); a
+    Gaussian on a Poisson subsample is :func:`~privtune.accounting.rdp_math.poisson_gaussian_rdp`;
     compositions add curves, self-compositions multiply them, and any other
     event is asked of dp-accounting as usual. An event *sampled* around a stated
     RDP bound has no amplification bound here (None).
     """
     if isinstance(event, RenyiEvent):
         curve = np.asarray(event.rdp_at(orders), dtype=np.float64)
+    elif _poisson_gaussian(event):  # integer orders, interpolated: see rdp_math.poisson_gaussian_rdp
+        inner = event.event  # type: ignore[attr-defined]
+        curve = poisson_gaussian_rdp(np.asarray(orders, dtype=np.float64), event.sample_rate,  # type: ignore[attr-defined]
+                                     inner.noise_multiplier)
     elif isinstance(event, ComposedEvent):
         parts = [_renyi_curve(e, orders, relation) if _has_renyi(e) else _rdp_curve_of(e, orders, relation)
                  for e in event.events]

@@ -123,6 +123,8 @@ def to_rdp_event(event: ev.PrivacyEvent) -> dpe.DpEvent | None:
         eps = event.epsilon_delta()[0]  # type: ignore[index]
         return dpe.ZCDpEvent(eps**2 / 2)
     if isinstance(event, ev.PoissonSampledEvent) and event.relation == "add_remove":
+        if isinstance(event.event, ev.GaussianEvent):  # not dp-accounting's curve: rdp_math.poisson_gaussian_rdp
+            return None
         inner = to_rdp_event(event.event)
         return None if inner is None else dpe.PoissonSampledDpEvent(event.sample_rate, inner)
     if isinstance(event, ev.SampledWithoutReplacementEvent) and event.relation == "replace_one":
@@ -188,15 +190,13 @@ def _to_pld(event: ev.PrivacyEvent, interval: float) -> pld_lib.PrivacyLossDistr
         return pld_lib.from_privacy_parameters(pld_common.DifferentialPrivacyParameters(eps, delta),
                                                value_discretization_interval=interval)
     if isinstance(event, ev.PoissonSampledEvent) and event.relation == "add_remove":
-        inner = event.event
-        if isinstance(inner, ev.LaplaceEvent):
-            return pld_lib.from_laplace_mechanism(1.0 / inner.epsilon, sampling_prob=event.sample_rate,
-                                                  value_discretization_interval=interval)
-        if isinstance(inner, ev.GaussianEvent) and inner.noise_multiplier > 0 and not inner.vector:
-            return pld_lib.from_gaussian_mechanism(
-                inner.noise_multiplier, sampling_prob=event.sample_rate,
-                value_discretization_interval=interval,
-                neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE)
+        # privtune's noise is discrete (a lattice): the continuous Laplace / Gaussian curves of a *subsampled*
+        # mechanism are not proven for it. A subsampled pure-DP event is bounded by its amplified epsilon
+        # (valid for every epsilon-DP mechanism); a subsampled Gaussian by RDP only.
+        if isinstance(event.event, ev.LaplaceEvent):
+            eps, _ = event.epsilon_delta()  # type: ignore[misc]
+            return pld_lib.from_privacy_parameters(pld_common.DifferentialPrivacyParameters(eps, 0.0),
+                                                   value_discretization_interval=interval)
         return None
     if isinstance(event, ev.ComposedEvent):
         out = None
@@ -237,10 +237,7 @@ def pld_supported(event: ev.PrivacyEvent) -> bool:
                           ev.ThresholdSelectionEvent)):
         return True
     if isinstance(event, ev.PoissonSampledEvent):
-        inner = event.event
-        return event.relation == "add_remove" and (
-            isinstance(inner, ev.LaplaceEvent)
-            or (isinstance(inner, ev.GaussianEvent) and inner.noise_multiplier > 0 and not inner.vector))
+        return event.relation == "add_remove" and isinstance(event.event, ev.LaplaceEvent)
     if isinstance(event, ev.ComposedEvent):
         return bool(event.events) and all(pld_supported(e) for e in event.events)
     if isinstance(event, ev.SelfComposedEvent):

@@ -51,6 +51,13 @@ Why the charged ``GaussianEvent(noise_multiplier=nm)`` is sound for this sampler
   vector events (``privacy_event(vector=True)``, the DP trainers' steps) are
   accounted through RDP only, and the trainers calibrate their noise with RDP
   (:func:`calibrate_rdp_gaussian`).
+* Subsamples: the integer moments ``E[L**k]`` of the likelihood ratio of two
+  lattice Gaussians an integer shift apart equal the continuous ones, so the
+  Poisson-subsampled curve is the continuous one at integer orders and is
+  interpolated in between
+  (:func:`privtune.accounting.rdp_math.poisson_gaussian_rdp`); sampling
+  without replacement keeps dp-accounting's bound, whose inputs are such
+  integer-order quantities (docs/privacy_model.md, "Accounting").
 
 References
 ----------

@@ -223,8 +223,8 @@ def _event_rdp_cached(event: PrivacyEvent, orders: tuple[float, ...]) -> np.ndar
         curve = pure_dp_rdp(np.asarray(orders, dtype=float), eps)
     else:
         a = np.asarray(orders, dtype=float)
-        # Poisson: dp-accounting's fractional-order series does not converge below order 2 for small noise
-        # (it warns and drops the order); without replacement: unreliable above MAX_WOR_ORDER. No bound there.
+        # Poisson: no bound below order 2 (the curve there is the order-2 value, which the filter never needs);
+        # without replacement: dp-accounting's bound is unreliable above MAX_WOR_ORDER. No bound there.
         if isinstance(event, PoissonSampledEvent):
             keep = a >= 2.0
         elif isinstance(event, SampledWithoutReplacementEvent):
@@ -246,8 +246,9 @@ def event_rdp(event: PrivacyEvent, orders: tuple[float, ...]) -> np.ndarray:
     """The RDP curve of one mechanism event at ``orders`` (read-only array).
 
     Gaussian gradients (sampled or not): dp-accounting through the accountant's
-    ``_rdp_curve`` (Poisson: Mironov, Talwar & Zhang 2019; without replacement:
-    Wang, Balle & Kasiviswanathan 2019, Thm 27). Laplace line search: the event's
+    ``_rdp_curve`` (Poisson: Mironov, Talwar & Zhang 2019 at integer orders,
+    interpolated in between, :func:`~privtune.accounting.rdp_math.poisson_gaussian_rdp`;
+    without replacement: Wang, Balle & Kasiviswanathan 2019, Thm 27). Laplace line search: the event's
     pure epsilon after amplification, then :func:`pure_dp_rdp`. Gaussian line
     search: its stated curve.
     """
