@@ -112,8 +112,15 @@ class ReleaseMethod:
         ----------
         objective : callable
             ``objective(params) -> score`` on the sensitive validation data. Scores
-            are clipped to ``score_bounds``; non-finite scores count as the lower
-            bound. It is called only after the accountant has been charged.
+            are clipped to ``score_bounds``; non-finite scores and values that are
+            not real numbers count as the lower bound. It is called only after the
+            accountant has been charged. **It must not raise**: an exception
+            propagates out of ``run`` after the charge, and on a raw-score path
+            (``GPUCB``, ``GPUCBExact``, ``Lipschitz``) whether a failing
+            candidate is ever evaluated depends on the data, so the failure is a
+            release the analysis does not cover. Catch failures inside the
+            objective and return a score (``PrivateSearchCV`` does: a failing fit
+            scores the lower bound through row isolation).
         candidates : CandidateSet
             The finite candidate set Lambda (public).
         accountant : Accountant or None

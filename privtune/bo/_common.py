@@ -66,10 +66,12 @@ class ChargedObjective:
         self._used += n
 
     def _clip(self, value: Any) -> float:
+        # A value that is not a finite real number scores the lower bound, never an error: on a raw-score path
+        # whether such a value is met depends on the sensitive data (the candidates visited).
         try:
             v = float(value)
-        except (TypeError, ValueError):
-            raise InvalidParameterError("The objective must return a real number (the score).") from None
+        except (TypeError, ValueError, ArithmeticError):
+            return self._lower
         if not math.isfinite(v):
             return self._lower
         return min(self._upper, max(self._lower, v))

@@ -180,8 +180,11 @@ class LipschitzRelease(GPMethod):
         best = -math.inf
         for t in range(1, self.n_iter + 1):
             i = engine.ask()
-            v = scores[i] if i in scores else f(i)
-            scores[i] = v
+            # Every iteration fits (all n_iter are paid for): how many distinct candidates the secret trajectory
+            # visited must not show as a count of fits (an estimator's side effects, its output on stdout). A
+            # revisited candidate keeps its first score, as in Alg. 3.
+            v = f(i)
+            v = scores.setdefault(i, v)
             engine.tell(i, v)
             best = max(best, v)
             rec = IterationRecord(iteration=t, params=None, released_score=None, noise_std=None,

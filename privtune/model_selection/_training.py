@@ -28,11 +28,15 @@ import math
 import threading
 from typing import Any
 
+from sklearn.base import clone
+
 from privtune.accounting import Accountant, Budget, ComposedEvent, PrivacyEvent, SelfComposedEvent, compose_events
+from privtune.accounting.accountant import BUDGET_RTOL
 from privtune.base import PrivacyTags, get_privacy_tags
 from privtune.exceptions import BudgetExceededError, InvalidParameterError, PrivtuneError
 
-__all__ = ["PrepaidFitAccountant", "FitTickets", "check_training_estimator", "per_fit_event", "training_plan"]
+__all__ = ["PrepaidFitAccountant", "FitTickets", "check_candidate_costs", "check_training_estimator", "per_fit_event",
+           "training_plan"]
 
 
 class PrepaidFitAccountant(Accountant):
@@ -131,6 +135,48 @@ def per_fit_event(estimator: Any) -> tuple[PrivacyEvent, Budget]:
     return event, budget
 
 
+def check_candidate_costs(estimator: Any, candidates: Any, one_fit: PrivacyEvent, one_budget: Budget) -> None:
+    """Refuse a search space whose candidates declare a costlier fit than the estimator (public, nothing spent).
+
+    The training plan pays for every fit at the estimator's own declaration. A
+    space over a hyperparameter that prices the fit (the estimator's
+    ``epsilon``, ``delta``, ``noise``, ...) could hold a candidate whose fit
+    charges more; its throw-away accountant would refuse it and abort the
+    search, and with a raw-score method (``gp-ucb``, ``gp-ucb-exact``,
+    ``lipschitz``) whether that candidate is ever fitted depends on the
+    sensitive validation rows. So every candidate's declared fit is priced
+    now, from the hyperparameters alone.
+
+    Raises
+    ------
+    InvalidParameterError
+        If some candidate's declared fit costs more than the estimator's.
+    """
+    name = type(estimator).__name__
+    priced: dict[Any, Budget] = {}
+    for params in candidates.params:
+        candidate = clone(estimator).set_params(**params)
+        event = candidate._fit_privacy_event()
+        if event == one_fit:
+            continue
+        try:
+            budget = priced[event]
+        except (KeyError, TypeError):
+            budget = per_fit_event(candidate)[1]
+            try:
+                priced[event] = budget
+            except TypeError:  # an unhashable event: priced again next time
+                pass
+        if (budget.epsilon > one_budget.epsilon * (1 + BUDGET_RTOL)
+                or budget.delta > one_budget.delta * (1 + BUDGET_RTOL)):
+            raise InvalidParameterError(
+                f"With sensitive training rows, every candidate fit is paid for at {name}'s own declaration "
+                f"(epsilon={one_budget.epsilon:.4g}, delta={one_budget.delta:.3g}), but the candidate {params} "
+                f"declares a fit of epsilon={budget.epsilon:.4g}, delta={budget.delta:.3g}. Search over "
+                "hyperparameters that do not price the fit, or set the estimator's own privacy parameters to the "
+                "largest the space allows.")
+
+
 def training_plan(one_fit: PrivacyEvent, *, n_fits: int, refit: bool,
                   stopping_event: PrivacyEvent | None = None) -> list[tuple[PrivacyEvent, str]]:
     """The training role's charges, in order, from public quantities only.
@@ -205,6 +251,7 @@ class _TrainingRoleMixin:
         if self.sensitive == "validation":
             return None, [], None
         one_fit, one_budget = cfg["one_fit"], cfg["one_fit_budget"]
+        check_candidate_costs(self.estimator, candidates, one_fit, one_budget)
         n_evals = method.max_evaluations(candidates)
         stopping = cfg["stopping"]
         n_fits = None if stopping else n_evals * n_folds

@@ -252,3 +252,33 @@ def test_a_negative_squared_pivot_from_rounding_is_floored_not_refused():
     chol.extend(np.zeros(0), 1.0, np.array([1.0, 0.5]))
     _, pivot, _ = chol.extend(np.array([1.0]), 1.0 - 1e-6, np.array([1.0, 0.5]))  # s - l'l = -1e-6
     assert pivot == pytest.approx(1e-5) and chol.jitter[-1] == pytest.approx(1e-6 + 1e-10)
+
+
+def test_lipschitz_fits_once_per_iteration_whatever_the_trajectory():
+    # A revisited candidate used to be served from a cache, so the number of objective calls (an estimator's side
+    # effects, its output) counted the distinct candidates the secret raw-score trajectory visited.
+    space = SearchSpace({"alpha": Real(0.1, 1.0, log=True)})
+    cands = candidate_set(space, 16, random_state=0)
+    counts = []
+    for peak in (0.1, 0.3, 1.0):  # objectives standing for neighbouring data sets: different trajectories
+        calls = []
+
+        def objective(p, peak=peak, calls=calls):
+            calls.append(p["alpha"])
+            return -abs(math.log(p["alpha"] / peak))
+
+        m = LipschitzRelease(epsilon=1.0, n_iter=12, regularization="alpha", lambda_bounds=(0.1, 1.0),
+                             lipschitz=1.0, loss_bound=1.0, n_validation=1000)
+        m.run(objective, cands, random_state=0)
+        counts.append(len(calls))
+        assert len(set(calls[:12])) < 12  # the trajectory revisits candidates ...
+    assert counts == [12 + len(cands)] * 3  # ... and the number of calls is n_iter + |Lambda| every time
+
+
+@pytest.mark.parametrize("value", [None, "x", 10**400, -(10**400), complex(1, 1), float("nan")])
+def test_a_value_that_is_not_a_real_number_scores_the_lower_bound(value):
+    space = SearchSpace({"alpha": Real(0.1, 1.0, log=True)})
+    cands = candidate_set(space, 8, random_state=0)
+    m = GPUCB(epsilon=1.0, delta=1e-6, n_iter=3, score_bounds=(0.0, 1.0))
+    rel = m.run(lambda p: value if p["alpha"] > 0.3 else 0.5, cands, random_state=0)  # never raises
+    assert np.isfinite(rel.score)

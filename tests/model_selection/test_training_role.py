@@ -139,6 +139,26 @@ def test_a_fit_that_charges_more_than_it_declared_aborts_the_search():
         s.fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
 
 
+@pytest.mark.parametrize("method", ["random", "gp-ucb", "noisy-ucb"])
+def test_a_space_over_the_fits_price_is_refused_before_anything_is_spent(method):
+    # A candidate declaring a costlier fit than the estimator would abort the search when fitted; with a raw-score
+    # method whether it is fitted depends on the validation rows. So it is refused up front, from the space alone.
+    X_tr, y_tr, X_v, y_v = _data()
+    FITS.clear()
+    s = PrivateSearchCV(DeclaredDP(epsilon=0.1), {"epsilon": Categorical([0.05, 0.1, 0.2])}, method=method,
+                        sensitive="training", epsilon=5.0, n_iter=2, n_candidates=16, random_state=0)
+    with pytest.raises(InvalidParameterError, match="epsilon=0.2"):
+        s.fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert FITS == [] and not hasattr(s, "ledger_")
+    with pytest.raises(InvalidParameterError, match="declares a fit of"):
+        s.privacy_plan(n_validation=30)
+    # candidates that cost at most the declaration are fine (they are paid for at the declaration)
+    ok = PrivateSearchCV(DeclaredDP(epsilon=0.2), {"epsilon": Categorical([0.05, 0.1, 0.2])}, method=method,
+                         sensitive="training", epsilon=5.0, n_iter=2, n_candidates=16, random_state=0)
+    ok.fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert ok.best_params_["epsilon"] in (0.05, 0.1, 0.2)
+
+
 def test_fit_tickets_refuse_a_fit_beyond_the_plan():
     tickets = FitTickets(Budget(0.1, 0.0), 2)
     tickets.accountant()
