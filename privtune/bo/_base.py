@@ -134,7 +134,13 @@ class ReleaseMethod:
             privacy cost (GP methods only).
         callback : callable or None
             Called with each :class:`~privtune.bo.IterationRecord` (releasable
-            fields only); returning True stops the search early.
+            fields only); returning True stops the search early. On a raw-score
+            path (``GPUCB``, ``GPUCBExact``, ``Lipschitz``) it is called live,
+            inside the loop, so the *moment* each call arrives times a step of
+            the secret trajectory; ``PrivateSearchCV`` therefore holds these
+            records back until the loop ends. Do the same with a callback of your
+            own (collect, and act after ``run`` returns) when its timing can be
+            observed.
         mapper : callable or None
             ``mapper(objective, list_of_params) -> list_of_scores`` used where a
             method evaluates a data-independent batch (``random``, the selection
