@@ -65,7 +65,8 @@ _RAW_TRAJECTORY = ("gp-ucb", "gp-ucb-exact", "lipschitz")
 
 def _ships_by_dtype(a: Any) -> bool:
     """Whether ``a`` pickles whatever its values, judged from its dtype(s) alone (public structure): numbers and
-    strings do; an object array or column may hold a cell that cannot be pickled."""
+    strings do; an object array or column may hold a cell that cannot be pickled. Apply it to the caller's own
+    containers: anything without a dtype (a list) counts as object, since its element type is read from entries."""
     if a is None:
         return True
     dtypes = getattr(a, "dtypes", None)
@@ -197,8 +198,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         ``joblib.parallel_backend("dask")``. Random stopping and the raw-score
         methods (``gp-ucb``, ``gp-ucb-exact``, ``lipschitz``) evaluate in this
         process whatever ``n_jobs`` (a pool's task count would show their
-        secret number of evaluations); with sensitive training rows or
-        object-dtype data, workers are threads. Arrays are never
+        secret number of evaluations); with sensitive training rows, or
+        object-dtype data or Python lists (judged from the containers as
+        passed, before any conversion or split), workers are threads. Arrays are never
         memory-mapped to a temporary file for the workers.
     random_state : None, int or numpy Generator, default=None
         ``None``: cryptographically secure noise (for release). An int makes the
@@ -394,6 +396,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         self._started_utc = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         cfg = self._validate_params()
         source = check_random_state(self.random_state, owner="PrivateSearchCV")
+        # Whether workers may be processes is judged from the containers *as passed* (public structure): a list's
+        # element type, or the types each part of a validation_size split gets, are read from the entries.
+        cfg["ships"] = all(_ships_by_dtype(a) for a in (X, y, X_val, y_val))
         X_tr, y_tr, X_v, y_v = self._validate_data(X, y, X_val, y_val)
         scorer: BoundedScorer = cfg["scorer"]
         k = cfg.get("cv")
@@ -529,7 +534,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         # that charge the shared training accountant, and sensitive rows whose cells may not pickle (an object
         # array: whether shipping them to a process fails would depend on one cell).
         in_process = cfg["stopping"] or method.name in _RAW_TRAJECTORY
-        threads = tickets is not None or not all(_ships_by_dtype(a) for a in (X_tr, y_tr, X_v, y_v))
+        threads = tickets is not None or not cfg["ships"]
         mapper = (make_mapper(self.n_jobs, threads=threads, quiet=quiet)
                   if self.n_jobs not in (None, 1) and not in_process else None)
         # A progress display on the local terminal, never part of a release. The GP methods report each

@@ -501,3 +501,35 @@ def test_prescreen_with_fewer_training_rows_than_folds_says_so_and_spends_nothin
         PrivateSearchCV(SVC(random_state=0), {"C": Real(0.1, 10, log=True)}, method="prescreen", n_iter=2,
                         n_candidates=4, accountant=acc).fit(X_tr[:2], y_tr[:2], X_val=X_val, y_val=y_val)
     assert len(acc.entries) == 0
+
+
+def test_the_worker_kind_is_judged_from_the_containers_as_passed(monkeypatch, data):
+    # Threads or processes used to be decided from the converted arrays: one string label in a Python list, or one
+    # 'n/a' cell landing in the validation part of a validation_size split, made that part an object array and sent
+    # the evaluations to threads (a process table or a dask task stream shows which).
+    import privtune.model_selection._search as search_module
+
+    seen = []
+    real = search_module.make_mapper
+
+    def spy(n_jobs, *, threads, quiet):
+        seen.append(threads)
+        return real(n_jobs, threads=threads, quiet=quiet)
+
+    monkeypatch.setattr(search_module, "make_mapper", spy)
+    X_tr, y_tr, X_v, y_v = data
+    kw = dict(epsilon=1.0, n_iter=2, n_candidates=8, random_state=0, n_jobs=2, refit=False)
+    labels = [int(v) for v in y_v]
+    odd = list(labels)
+    odd[0] = "1 "
+    for y_val in (labels, odd):
+        PrivateSearchCV(LogisticRegression(max_iter=200), {"C": Real(1e-3, 100.0, log=True)}, **kw).fit(
+            X_tr, y_tr, X_val=X_v, y_val=y_val)
+    table = np.concatenate([X_tr, X_v]).astype(object)
+    y_all = np.concatenate([y_tr, y_v])
+    odd_table = table.copy()
+    odd_table[:, 0] = np.where(np.arange(len(table)) % 2 == 0, "n/a", odd_table[:, 0])  # cells in both parts
+    for X_all in (table, odd_table):
+        PrivateSearchCV(LogisticRegression(max_iter=200), {"C": Real(1e-3, 100.0, log=True)}, validation_size=0.3,
+                        **kw).fit(X_all, y_all)
+    assert seen == [True, True, True, True]  # lists and object tables as passed: threads, whatever the cells
