@@ -332,7 +332,13 @@ def pwa_exponential(A: Any, b: Any, *, bounds: Any, epsilon: float, offset_bound
     large epsilon / b_max): then, with ``certified_only=False``, the event is
     ``EpsilonDeltaEvent(epsilon, 0, guarantee="conditional")`` -- the epsilon
     holds only if the chain has mixed, which nothing here proves. The paper's
-    Metropolis chain (5000 steps, §5.1) is always in that case. All chains
+    Metropolis chain (5000 steps, §5.1) is always in that case, and it can
+    fail: on the paper's own ell-infinity example (d = 10, box half-width
+    0.05, epsilon = 1, ``offset_bound = 0.5``) its proposals (standard
+    deviation ``sqrt(eta c) = 0.07``) rarely land in the box, whether the
+    chain ever leaves the centre depends on the offsets, and a black-box
+    audit measures epsilon >= 1.51 against the claimed 1
+    (``tests/statistical/test_metropolis_audit.py``). All chains
     start at the centre of ``P`` (data-independent, spec P7). The running time
     of ``"rejection"`` depends on ``b`` (not part of the release).
 
@@ -364,10 +370,12 @@ def pwa_exponential(A: Any, b: Any, *, bounds: Any, epsilon: float, offset_bound
         tv, delta = None, None
     if delta is None:
         if certified_only:
+            remedy = ("the Metropolis chain has no certificate at any n_steps; use sampler='gibbs' or 'rejection'"
+                      if sampler == "metropolis" else "increase n_steps, or use the other exact-conditional sampler")
             raise InvalidParameterError(
                 f"The {sampler!r} sampler of {owner} has no total-variation certificate giving delta < 1 "
-                f"here (kappa={kappa:.3g}, n_steps={steps}); increase n_steps, use sampler='gibbs' or "
-                "'rejection', or pass certified_only=False to accept a heuristic guarantee.")
+                f"here (kappa={kappa:.3g}, n_steps={steps}): {remedy}, or pass certified_only=False to accept a "
+                "heuristic guarantee.")
         event = EpsilonDeltaEvent(epsilon=prob.epsilon, delta=0.0, guarantee="conditional", relation=rel,
                                   label=f"{owner} ({sampler}, {steps} steps): heuristic, chain mixing not certified")
     else:
