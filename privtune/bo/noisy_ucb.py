@@ -122,7 +122,11 @@ class NoisyUCB(GPMethod):
                 public_observations: Sequence[Any], callback: Callback | None) -> Release:
         plan = self.plan(candidates)
         journal = self._journal
-        journal.open_plan(accountant, plan)  # the whole (unpaid) plan is checked before any access
+        # A study a callback stopped at iteration k charged k observations and then the final release: that is
+        # the plan it resumes (the stop is a released fact, stored before the final charge).
+        stopped = next((t for t in range(1, self.n_iter + 1) if journal.get(f"stopped:{t}")), None)
+        opened = plan if stopped is None else plan[:stopped] + plan[-1:]
+        journal.open_plan(accountant, opened)  # the whole (unpaid) plan is checked before any access
         nm_obs, nm_final = self.noise_multipliers()
         obs_mech = Gaussian.from_noise_multiplier(nm_obs, sensitivity=self.score_sensitivity, random_state=source)
         noise_var = (obs_mech.sigma / self.half_range) ** 2 + self.model_noise_std**2

@@ -281,3 +281,31 @@ def test_an_old_wal_mode_study_is_converted_without_losing_charges(tmp_path):
     led.close()
     conn = sqlite3.connect(path, isolation_level=None)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+
+
+def test_a_study_a_callback_stopped_resumes_after_a_crash_in_its_final_release(tmp_path, monkeypatch):
+    # A callback stopped noisy-ucb at iteration 2: the ledger holds two observations and then the final release.
+    # A crash after that last charge used to make the resume refuse the study ("configuration changed").
+    from privtune.bo.noisy_ucb import NoisyUCB
+
+    path = str(tmp_path / "study.sqlite")
+    X_tr, y_tr, X_v, y_v = _data()
+    calls = []
+    real = NoisyUCB._release_score
+
+    def crash_in_final_release(self, mech, value):
+        calls.append(1)
+        if len(calls) == 3:  # the final release: charged, not yet stored
+            raise KeyboardInterrupt
+        return real(self, mech, value)
+
+    monkeypatch.setattr(NoisyUCB, "_release_score", crash_in_final_release)
+    stop_at_2 = [lambda record: record.iteration == 2]
+    with pytest.raises(KeyboardInterrupt):
+        _search(path, "noisy-ucb", callbacks=stop_at_2).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    phases = [e.phase for e in SQLiteLedger(path, study="s").entries()]
+    assert phases == ["observations", "observations", "score_release"]
+    monkeypatch.setattr(NoisyUCB, "_release_score", real)
+    s = _search(path, "noisy-ucb", callbacks=stop_at_2).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert [e.phase for e in s.ledger_] == phases  # nothing charged again
+    assert s.n_iter_ == 2
