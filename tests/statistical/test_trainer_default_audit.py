@@ -73,6 +73,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from accelerated_replay import step_integer_noise
 from scipy import stats
 
 from privtune.accounting import compose_events
@@ -151,15 +152,7 @@ def nag_batched(plan, U: np.ndarray, k: int, *, noise: bool = True) -> SimpleNam
     u = np.asarray(U)[:, 0]
     z = Z.astype(u.dtype)
     grids = [m._grid(1) for m in plan.mechs]
-    ints: list = [None] * T
-    if noise:
-        groups: dict = {}
-        for t, (m, (kexp, _)) in enumerate(zip(plan.mechs, grids, strict=True)):
-            groups.setdefault((type(m), kexp), []).append(t)
-        for (_, kexp), steps in groups.items():
-            block = plan.mechs[steps[0]]._integer_noise(kexp, (len(steps), k))
-            for j, t in enumerate(steps):
-                ints[t] = block[j]
+    ints: list = step_integer_noise(plan, k) if noise else [None] * T
     x_prev, x = np.zeros(k), np.zeros(k)
     its, qs, released, clean = [x], [], [], []
     for t in range(T):
