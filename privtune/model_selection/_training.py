@@ -30,8 +30,15 @@ from typing import Any
 
 from sklearn.base import clone
 
-from privtune.accounting import Accountant, Budget, ComposedEvent, PrivacyEvent, SelfComposedEvent, compose_events
-from privtune.accounting.accountant import BUDGET_RTOL
+from privtune.accounting import (
+    Accountant,
+    Budget,
+    ComposedEvent,
+    GaussianEvent,
+    PrivacyEvent,
+    SelfComposedEvent,
+    compose_events,
+)
 from privtune.base import PrivacyTags, get_privacy_tags
 from privtune.exceptions import BudgetExceededError, InvalidParameterError, PrivtuneError
 
@@ -136,45 +143,52 @@ def per_fit_event(estimator: Any) -> tuple[PrivacyEvent, Budget]:
 
 
 def check_candidate_costs(estimator: Any, candidates: Any, one_fit: PrivacyEvent, one_budget: Budget) -> None:
-    """Refuse a search space whose candidates declare a costlier fit than the estimator (public, nothing spent).
+    """Refuse a search space holding a candidate whose fit its prepaid ticket would refuse (public, nothing spent).
 
-    The training plan pays for every fit at the estimator's own declaration. A
-    space over a hyperparameter that prices the fit (the estimator's
-    ``epsilon``, ``delta``, ``noise``, ...) could hold a candidate whose fit
-    charges more; its throw-away accountant would refuse it and abort the
-    search, and with a raw-score method (``gp-ucb``, ``gp-ucb-exact``,
-    ``lipschitz``) whether that candidate is ever fitted depends on the
-    sensitive validation rows. So every candidate's declared fit is priced
-    now, from the hyperparameters alone.
+    The training plan pays for every fit at the estimator's own declaration,
+    and each fit charges a :class:`PrepaidFitAccountant` of exactly that
+    budget. A space over a hyperparameter that prices the fit (the
+    estimator's ``epsilon``, ``delta``, ``noise``, ...) could hold a candidate
+    whose fit charges more: the ticket would refuse it and abort the search,
+    and with a raw-score method (``gp-ucb``, ``gp-ucb-exact``, ``lipschitz``)
+    whether that candidate is ever fitted depends on the sensitive validation
+    rows. So every candidate's declared fit is checked against a ticket now,
+    from the hyperparameters alone.
 
     Raises
     ------
     InvalidParameterError
-        If some candidate's declared fit costs more than the estimator's.
+        If some candidate's declared fit does not fit one prepaid ticket.
     """
     name = type(estimator).__name__
-    priced: dict[Any, Budget] = {}
+    ticket = PrepaidFitAccountant(one_budget)
+    cleared: set[Any] = set()
     for params in candidates.params:
         candidate = clone(estimator).set_params(**params)
         event = candidate._fit_privacy_event()
-        if event == one_fit:
-            continue
         try:
-            budget = priced[event]
-        except (KeyError, TypeError):
-            budget = per_fit_event(candidate)[1]
-            try:
-                priced[event] = budget
-            except TypeError:  # an unhashable event: priced again next time
-                pass
-        if (budget.epsilon > one_budget.epsilon * (1 + BUDGET_RTOL)
-                or budget.delta > one_budget.delta * (1 + BUDGET_RTOL)):
+            if event == one_fit or event in cleared:
+                continue
+        except TypeError:  # an unhashable event: checked every time
+            pass
+        if (isinstance(event, GaussianEvent) and isinstance(one_fit, GaussianEvent)
+                and (event.relation, event.vector) == (one_fit.relation, one_fit.vector)
+                and event.noise_multiplier >= one_fit.noise_multiplier):
+            continue  # more noise on the same sensitivity: cheaper at every delta
+        try:
+            ticket.check(event)
+        except BudgetExceededError:
+            declared = per_fit_event(candidate)[1]
             raise InvalidParameterError(
                 f"With sensitive training rows, every candidate fit is paid for at {name}'s own declaration "
                 f"(epsilon={one_budget.epsilon:.4g}, delta={one_budget.delta:.3g}), but the candidate {params} "
-                f"declares a fit of epsilon={budget.epsilon:.4g}, delta={budget.delta:.3g}. Search over "
+                f"declares a fit of epsilon={declared.epsilon:.4g}, delta={declared.delta:.3g}. Search over "
                 "hyperparameters that do not price the fit, or set the estimator's own privacy parameters to the "
-                "largest the space allows.")
+                "largest the space allows.") from None
+        try:
+            cleared.add(event)
+        except TypeError:
+            pass
 
 
 def training_plan(one_fit: PrivacyEvent, *, n_fits: int, refit: bool,
