@@ -59,6 +59,17 @@ class ChargedObjective:
                   else [self._objective(p) for p in params])
         return [self._clip(v) for v in values]
 
+    def keep_last_run(self) -> None:
+        """Tell the objective that its last evaluation is the one to keep (random stopping's best run so far).
+
+        Calls the objective's own ``keep_last_run()`` if it has one (``PrivateSearchCV``
+        keeps that run's fitted model as ``best_estimator_``); nothing else. The
+        objective never learns why, nor any score.
+        """
+        hook = getattr(self._objective, "keep_last_run", None)
+        if callable(hook):
+            hook()
+
     def _take(self, n: int) -> None:
         if self._used + n > self._paid:
             raise PrivtuneError("Internal error: an evaluation of the sensitive objective was not paid for; "

@@ -12,8 +12,11 @@ Two selections:
   shape eta; K candidates drawn uniformly from Lambda are each run and scored
   privately (Laplace on the score, plus the declared ``run_event`` of a DP
   training run, if any), and only the best noisy candidate is released. For a
-  pure epsilon_run-DP run the whole search is (2 + eta) epsilon_run-DP; with DP
-  inner trainers this covers training and validation data together.
+  pure epsilon_run-DP run the whole search is (2 + eta) epsilon_run-DP; a run
+  with an RDP event (Gaussian DP training) is bounded through the full Theorem 2
+  (RDP) of Papernot & Steinke. With DP inner trainers and one accountant this
+  covers training and validation data together (``PrivateSearchCV`` accounts the
+  two roles apart when their rows are disjoint: :meth:`RandomSearch.selection_event`).
 
 What is safe to show. With the exponential selection the evaluated candidates
 are data-independent (shown); their scores and the selection distribution are
@@ -33,6 +36,7 @@ import numpy as np
 
 from privtune.accounting import (
     Accountant,
+    Budget,
     ComposedEvent,
     ExponentialEvent,
     LaplaceEvent,
@@ -40,11 +44,12 @@ from privtune.accounting import (
     RepeatAndSelectEvent,
     compose_events,
 )
+from privtune.accounting._conversion import to_rdp_event
 from privtune.accounting.selection import sample_repetitions
 from privtune.bo._base import Callback, ReleaseMethod
 from privtune.bo._common import ChargedObjective, best_case_selection, split_budget
 from privtune.bo.release import IterationRecord, Release
-from privtune.exceptions import InvalidParameterError
+from privtune.exceptions import BudgetExceededError, InvalidParameterError
 from privtune.mechanisms import Exponential, Laplace
 from privtune.space import CandidateSet
 from privtune.utils._random import RandomSource
@@ -53,6 +58,11 @@ from privtune.utils._validation import check_real
 __all__ = ["RandomSearch"]
 
 _SELECTIONS = ("exponential", "random-stopping")
+
+
+def _is_pure(event: PrivacyEvent) -> bool:
+    fixed = event.epsilon_delta()
+    return fixed is not None and fixed[1] == 0
 
 
 class RandomSearch(ReleaseMethod):
@@ -77,16 +87,26 @@ class RandomSearch(ReleaseMethod):
     stopping_shape : float in [0, inf), default=1.0
         ``"random-stopping"`` only: eta (0 logarithmic: cost 2 eps_run; 1 geometric: 3 eps_run).
     run_event : PrivacyEvent or None, default=None
-        ``"random-stopping"`` only: the pure-DP event of one training run with a DP
-        inner trainer (training data sensitive). Its epsilon is taken out of each
-        run's budget before the score's Laplace noise.
+        ``"random-stopping"`` only: the event of one training run with a DP inner
+        trainer (training data sensitive), charged to the same accountant as the
+        scores. A pure-DP event's epsilon is taken out of each run's budget
+        (``epsilon / (2 + eta)``) before the score's Laplace noise; any other event
+        the RDP accountant can bound (e.g. the ``GaussianEvent`` of a Gaussian DP
+        fit) leaves the score the largest Laplace epsilon for which the whole
+        ``RepeatAndSelectEvent`` still fits ``(epsilon, delta)`` (found by
+        bisection on the accountant's own check, from public quantities).
 
     Notes
     -----
-    **Privacy.** Unconditional pure epsilon-DP, replace-one. ``"exponential"``
-    charges an ``ExponentialEvent`` (phase ``"selection"``) and a ``LaplaceEvent``
-    (phase ``"score_release"``) before the first evaluation; ``"random-stopping"``
-    charges one ``RepeatAndSelectEvent`` (phase ``"selection"``) before the first run.
+    **Privacy.** Unconditional, replace-one. ``"exponential"`` is pure
+    epsilon-DP and charges an ``ExponentialEvent`` (phase ``"selection"``) and a
+    ``LaplaceEvent`` (phase ``"score_release"``) before the first evaluation;
+    ``"random-stopping"`` charges one ``RepeatAndSelectEvent`` (phase
+    ``"selection"``) before the first run: ``(epsilon, delta)`` with
+    ``delta > 0`` for the capped law of K (pure epsilon plus that delta for pure
+    runs; RDP-converted for a run with an RDP ``run_event``). The runs are
+    evaluated one at a time in this process, whatever ``mapper`` is given: a
+    pool's task count would show the secret K.
     """
 
     name = "random"
@@ -105,11 +125,14 @@ class RandomSearch(ReleaseMethod):
         self.score_sensitivity = check_real(score_sensitivity, "score_sensitivity", low=0.0, owner=owner)
         self.selection_share = check_real(selection_share, "selection_share", low=0.0, high=1.0, owner=owner)
         self.stopping_shape = check_real(stopping_shape, "stopping_shape", low=0.0, closed="left", owner=owner)
-        if run_event is not None and (not isinstance(run_event, PrivacyEvent) or run_event.epsilon_delta() is None
-                                      or run_event.epsilon_delta()[1] > 0):
-            raise InvalidParameterError(f"The 'run_event' parameter of {owner} must be a pure epsilon-DP "
-                                        "PrivacyEvent (the cost of one training run) or None.")
+        if run_event is not None and (not isinstance(run_event, PrivacyEvent) or run_event.is_conditional()
+                                      or (not _is_pure(run_event) and to_rdp_event(run_event) is None)):
+            raise InvalidParameterError(
+                f"The 'run_event' parameter of {owner} must be None or the PrivacyEvent of one training run that is "
+                "pure epsilon-DP or bounded by the RDP accountant (e.g. a GaussianEvent), unconditionally. "
+                f"Got {run_event!r}.")
         self.run_event = run_event
+        self._score_eps: float | None = None
         if selection == "random-stopping":
             if self.delta == 0:
                 raise InvalidParameterError(
@@ -121,14 +144,70 @@ class RandomSearch(ReleaseMethod):
                                             f">= 2 with random stopping. Got {n_iter!r}.")
             if self.score_epsilon() <= 0:
                 raise InvalidParameterError(
-                    f"The budget epsilon={self.epsilon!r} cannot cover random stopping: (2 + eta) times the run's "
-                    f"training epsilon {self.run_event.epsilon_delta()[0]!r} already exceeds it.")
+                    f"The budget (epsilon={self.epsilon!r}, delta={self.delta!r}) cannot cover random stopping: the "
+                    f"best of a secret number of runs of the training event {self.run_event!r} alone already "
+                    "exceeds it (for a pure-DP run, (2 + eta) times its epsilon). Lower the run's (the "
+                    "estimator's) epsilon, or raise epsilon.")
+
+    def selection_event(self, run: PrivacyEvent, label: str = "") -> RepeatAndSelectEvent:
+        """The ``RepeatAndSelectEvent`` of this search's law of K over runs of ``run`` (public).
+
+        ``PrivateSearchCV`` charges the training role with
+        ``selection_event(one_fit)`` when the training and validation rows are
+        disjoint: against a training row, each run's noisy score is a
+        post-processing of its DP fit (the validation rows are fixed), so the
+        run is exactly as private as the fit, and Papernot & Steinke's bound
+        applies to it with the same K.
+        """
+        return RepeatAndSelectEvent(event=run, mean=float(self.n_iter), shape=self.stopping_shape,
+                                    label=label or "best of a secret number of runs (Papernot & Steinke 2022)")
 
     def score_epsilon(self) -> float:
-        """Random stopping: the epsilon of each run's score release."""
-        per_run = self.epsilon / (2.0 + self.stopping_shape)
-        train = self.run_event.epsilon_delta()[0] if self.run_event is not None else 0.0
-        return per_run - train
+        """Random stopping: the epsilon of each run's Laplace score release (public; computed once).
+
+        ``epsilon / (2 + eta)`` without a ``run_event``, minus the run event's
+        epsilon for a pure one; for an RDP run event, the largest value (by
+        bisection, 60 halvings of a geometric bracket) for which the
+        accountant's check of the whole ``RepeatAndSelectEvent`` against
+        ``(epsilon, delta)`` passes, 0 if none does.
+        """
+        if self._score_eps is None:
+            per_run = self.epsilon / (2.0 + self.stopping_shape)
+            if self.run_event is None:
+                self._score_eps = per_run
+            elif _is_pure(self.run_event):
+                self._score_eps = per_run - self.run_event.epsilon_delta()[0]
+            else:
+                self._score_eps = self._largest_score_epsilon(per_run)
+        return self._score_eps
+
+    def _largest_score_epsilon(self, upper: float) -> float:
+        ceiling = Accountant(Budget(self.epsilon, self.delta))
+
+        def fits(eps_score: float) -> bool:
+            try:
+                ceiling.check(self._run_selection(eps_score))
+            except BudgetExceededError:
+                return False
+            return True
+
+        if fits(upper):  # the bracket's top: the score's share without a training event (conservative)
+            return upper
+        lo, hi = upper * 1e-9, upper
+        if not fits(lo):
+            return 0.0
+        for _ in range(60):
+            mid = math.sqrt(lo * hi)
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+            if hi <= lo * (1.0 + 1e-9):
+                break
+        return lo
+
+    def _run_selection(self, eps_score: float) -> RepeatAndSelectEvent:
+        run: PrivacyEvent = LaplaceEvent(epsilon=eps_score, label="noisy score of one run")
+        if self.run_event is not None:
+            run = ComposedEvent(events=(self.run_event, run), label="one training run and its noisy score")
+        return self.selection_event(run)
 
     def noise_scales(self, candidates: CandidateSet) -> dict[str, float]:
         h = 1.0 + 2.0**-10
@@ -150,12 +229,7 @@ class RandomSearch(ReleaseMethod):
             return [(ExponentialEvent(epsilon=sel.epsilon, label="exponential mechanism over random candidates"),
                      "selection"),
                     (LaplaceEvent(epsilon=sc.epsilon, label="score of the selected candidate"), "score_release")]
-        run = LaplaceEvent(epsilon=self.score_epsilon(), label="noisy score of one run")
-        if self.run_event is not None:
-            run = ComposedEvent(events=(self.run_event, run), label="one training run and its noisy score")
-        return [(RepeatAndSelectEvent(event=run, mean=float(self.n_iter), shape=self.stopping_shape,
-                                      label="best of a secret number of runs (Papernot & Steinke 2022)"),
-                 "selection")]
+        return [(self._run_selection(self.score_epsilon()), "selection")]
 
     def _search(self, f: ChargedObjective, candidates: CandidateSet, accountant: Accountant, source: RandomSource,
                 public_observations: Sequence[Any], callback: Callback | None) -> Release:
@@ -200,12 +274,12 @@ class RandomSearch(ReleaseMethod):
         lap = Laplace(epsilon=self.score_epsilon(), sensitivity=self.score_sensitivity, random_state=source)
         picks = source.integers_below(np.full(k, len(candidates), dtype=np.int64))
         f.pay(k)
-        raw = f.batch(picks)
         best_i, best_noisy = None, -math.inf
-        for i, v in zip(picks, raw, strict=True):
-            noisy = self._release_score(lap, v)
+        for i in picks:  # one run at a time, in this process: a pool's task count would show K
+            noisy = self._release_score(lap, f(int(i)))
             if noisy > best_noisy:
                 best_i, best_noisy = int(i), noisy
+                f.keep_last_run()  # the caller may keep this run's own output (e.g. its fitted model)
         return Release(
             method=self.name, params=candidates[best_i], index=best_i, score=best_noisy, events=events, spent=spent,
             guarantee="unconditional",

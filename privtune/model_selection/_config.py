@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from privtune.accounting import Accountant, Budget, ComposedEvent
+from privtune.accounting import Accountant, Budget, ComposedEvent, SelfComposedEvent
+from privtune.accounting._conversion import to_rdp_event
 from privtune.exceptions import InvalidParameterError
 from privtune.model_selection._inputs import _as_labels, _as_space, _as_table, _max_distinct_candidates, _same_length
 from privtune.model_selection._scoring import BoundedScorer, make_bounded_scorer
@@ -141,12 +142,11 @@ class _SearchConfigMixin:
             one_fit, one_budget = per_fit_event(self.estimator)
             cfg["one_fit"], cfg["one_fit_budget"] = one_fit, one_budget
             if cfg["stopping"]:
-                if one_budget.delta > 0:
+                if not (one_budget.delta == 0 or to_rdp_event(one_fit) is not None) or one_fit.is_conditional():
                     raise InvalidParameterError(
-                        "Random stopping (Papernot & Steinke) is accounted here for pure-epsilon training runs only, "
-                        f"but one {type(self.estimator).__name__} fit is ({one_budget.epsilon:.4g}, "
-                        f"{one_budget.delta:.3g})-DP. Use the estimator's noise='laplace', or "
-                        "selection='exponential'.")
+                        "Random stopping (Papernot & Steinke) bounds runs whose training event is pure epsilon-DP or "
+                        f"has an RDP curve (e.g. the default Gaussian fits), but {type(self.estimator).__name__} "
+                        f"declares {one_fit!r}, which has neither. Use selection='exponential'.")
                 if "run_event" in (self.method_params or {}):
                     raise InvalidParameterError(
                         "Do not pass method_params['run_event'] with sensitive training data: the search takes each "
@@ -352,8 +352,13 @@ class _SearchConfigMixin:
                 "(epsilon, delta, n_iter, scoring and score_bounds, score_sensitivity, the validation size), which "
                 "the report and the ledger state. Set those parameters of PrivateSearchCV instead.")
         params.update(dict(self.method_params or {}))
-        if cfg.get("stopping") and "one_fit" in cfg:  # each run fits a DP estimator on the sensitive rows
-            params["run_event"] = cfg["one_fit"]
+        if cfg.get("stopping") and "one_fit" in cfg and cfg.get("cv") is not None:
+            # With cv a run fits one model per fold, and a row sits in the training part of all folds but its own:
+            # the run's event is cv fits (conservative by one), composed with its score, and charged to both roles
+            # (they overlap). With one split the roles are disjoint and accounted apart (_training_role).
+            k = int(cfg["cv"])
+            params["run_event"] = SelfComposedEvent(event=cfg["one_fit"], count=k, relation=cfg["one_fit"].relation,
+                                                    label=f"the {k} fits of one run (one per fold)")
             if self.refit:  # the same event is the training role's; leave it room for the refit
                 params["epsilon"] = budget.epsilon - cfg["one_fit_budget"].epsilon
                 if params["epsilon"] <= 0:

@@ -36,7 +36,7 @@ from privtune.model_selection._prescreen import screen_on_public_rows
 from privtune.model_selection._progress import _Progress
 from privtune.model_selection._results import _SearchResultsMixin
 from privtune.model_selection._scoring import BoundedScorer
-from privtune.model_selection._training import FitTickets, _TrainingRoleMixin
+from privtune.model_selection._training import FitTickets, _RunKeeper, _TrainingRoleMixin
 from privtune.model_selection._utility import utility_warnings
 from privtune.space import candidate_set
 from privtune.utils._random import check_random_state
@@ -488,6 +488,10 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         reuse = self._reuses_selected_fit(cfg, method, n_folds)
         fitted: dict[str, Any] = {}  # candidate -> its DP fit, when best_estimator_ reuses the selected one
         fitted_lock = threading.Lock() if reuse else None  # fits run in threads then (their accountants are shared)
+        # Random stopping runs in this process, one run at a time, and may run a candidate more than once: the
+        # model kept is the selected *run's* (the method says when the last run is the best so far), never a list
+        # of all K runs (its length would be K).
+        runs = _RunKeeper() if reuse and cfg["stopping"] else None
 
         def fit_and_score(params: Mapping[str, Any], Xa: Any, ya: Any, Xb: Any, yb: Any) -> float:
             est = clone(estimator).set_params(**params)
@@ -505,12 +509,16 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                         "error; privtune never repeats an estimator's message, which may quote data values."
                     ) from None
                 return scorer.bounds[0]  # the training data alone decides this (public, or covered by a DP fit)
-            if fitted_lock is not None:
+            if runs is not None:
+                runs.last = est
+            elif fitted_lock is not None:
                 with fitted_lock:
                     fitted[_params_key(params)] = est
             return scorer(est, Xb, yb)  # row-isolated: one validation row moves only its own term
 
         def objective(params: Mapping[str, Any]) -> float:
+            if runs is not None:
+                runs.last = None  # a fit that raises leaves no model for this run
             if folds is None:
                 return fit_and_score(params, X_tr, y_tr, X_v, y_v)
             jobs = [(params, X_tr[tr], y_tr[tr], X_tr[va], y_tr[va]) for tr, va in folds]
@@ -555,6 +563,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                 progress.evaluated(n_done[0])
                 return value
 
+        if runs is not None:
+            objective.keep_last_run = runs.keep_last_run  # type: ignore[attr-defined] - the method's hook
         user_callbacks = list(self.callbacks or [])
 
         def deliver(record: Any) -> bool:
@@ -612,7 +622,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         self.n_splits_ = 1
         self.refit_time_ = None
         if reuse and self.best_params_ is not None:  # the selected candidate's own DP fit (no new fit, no charge)
-            best = fitted.get(_params_key(self.best_params_))
+            best = runs.kept if runs is not None else fitted.get(_params_key(self.best_params_))
             if best is None:  # its fit raised: nothing was kept, and no refit was paid for
                 raise CandidateFitError(
                     f"The released choice {self.best_params_!r} is a candidate whose fit on the training data failed; "

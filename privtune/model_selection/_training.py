@@ -84,6 +84,23 @@ class FitTickets:
         return PrepaidFitAccountant(self.budget)
 
 
+class _RunKeeper:
+    """Random stopping with sensitive training rows: the model of the best run so far (internal).
+
+    The search's objective stores each run's fitted model in ``last`` (``None``
+    when the fit raised); the method calls :meth:`keep_last_run` when the run
+    just scored is the best so far. Only one model is held besides the one in
+    progress, so nothing here grows with the secret number of runs K.
+    """
+
+    def __init__(self) -> None:
+        self.last: Any = None
+        self.kept: Any = None
+
+    def keep_last_run(self) -> None:
+        self.kept = self.last
+
+
 def check_training_estimator(estimator: Any, *, owner: str = "PrivateSearchCV") -> PrivacyTags:
     """Refuse an estimator whose declared guarantee does not cover sensitive training rows.
 
@@ -222,11 +239,13 @@ def training_plan(one_fit: PrivacyEvent, *, n_fits: int, refit: bool,
     return plan
 
 
-def unaffordable_message(exc: Exception, *, n_fits: int | None, one_fit_budget: Budget, budget: Budget) -> str:
+def unaffordable_message(exc: Exception, *, n_fits: int | None, one_fit_budget: Budget, budget: Budget,
+                         refit: bool = True) -> str:
     """A refusal that names what to change (public quantities only)."""
     what = (f"{n_fits} fits at epsilon={one_fit_budget.epsilon:.4g}" if n_fits is not None
-            else "the randomly stopped runs")
-    return (f"The training role cannot pay for its plan ({what}, plus the refit) within the training budget "
+            else f"the randomly stopped runs, each a fit at epsilon={one_fit_budget.epsilon:.4g}")
+    return (f"The training role cannot pay for its plan ({what}{', plus the refit' if refit else ''}) within the "
+            "training budget "
             f"epsilon={budget.epsilon:.4g}, delta={budget.delta:.3g}: {exc} Lower the estimator's per-fit "
             "'epsilon' (config key estimator.params.epsilon), lower n_iter, set refit=False, or raise epsilon.")
 
@@ -247,10 +266,12 @@ class _TrainingRoleMixin:
         rows a refit would use, with the same estimator: releasing it is
         post-processing of outputs already paid for (every fit's DP release and
         the private selection), so the training role pays for no refit and each
-        fit can have a larger share of the budget.
+        fit can have a larger share of the budget. With random stopping it is the
+        selected *run's* own fit (the same candidate can run more than once):
+        Papernot & Steinke's bound covers the best run's whole output, its model
+        included.
         """
-        return (self.refit and self.sensitive != "validation" and n_folds == 1 and not cfg["stopping"]
-                and method.name == "random")
+        return self.refit and self.sensitive != "validation" and n_folds == 1 and method.name == "random"
 
     def _training_role(self, cfg: dict[str, Any], method: Any, candidates: Any, budget: Budget,
                        n_folds: int = 1) -> tuple[Accountant | None, list[Any], FitTickets | None]:
@@ -269,7 +290,15 @@ class _TrainingRoleMixin:
         n_evals = method.max_evaluations(candidates)
         stopping = cfg["stopping"]
         n_fits = None if stopping else n_evals * n_folds
-        stopping_event = method.plan(candidates)[0][0] if stopping else None
+        stopping_event = None
+        if stopping and n_folds == 1:
+            # Disjoint roles: against a training row each run is exactly as private as its fit (its noisy score
+            # is a post-processing of the fitted model, the validation rows being fixed), so the training role's
+            # bound is Papernot & Steinke's over runs of the fit alone, with the same secret K.
+            stopping_event = method.selection_event(one_fit, label="best of a secret number of DP fits "
+                                                                   "(Papernot & Steinke 2022)")
+        elif stopping:  # cv: the roles overlap; the method's event covers a whole run (its fits and its score)
+            stopping_event = method.plan(candidates)[0][0]
         refit_fit = self.refit and not self._reuses_selected_fit(cfg, method, n_folds)
         plan = training_plan(one_fit, n_fits=n_fits or 0, refit=refit_fit, stopping_event=stopping_event)
         acc = Accountant(budget)
@@ -278,6 +307,7 @@ class _TrainingRoleMixin:
                 acc.check(ComposedEvent(events=tuple(ev for ev, _ in plan)))
             except BudgetExceededError as exc:
                 raise BudgetExceededError(
-                    unaffordable_message(exc, n_fits=n_fits, one_fit_budget=one_budget, budget=budget),
+                    unaffordable_message(exc, n_fits=n_fits, one_fit_budget=one_budget, budget=budget,
+                                         refit=refit_fit),
                     requested=exc.requested, spent=exc.spent, ceiling=exc.ceiling) from None
         return acc, plan, FitTickets(one_budget, n_fits)

@@ -155,6 +155,66 @@ def test_random_stopping_never_exceeds_its_cap_and_refuses_a_pure_budget(cands2d
             bump, cands2d, accountant=Accountant(Budget(1.0, 0.0)), random_state=0)
 
 
+def test_random_stopping_with_a_gaussian_run_event_fills_the_budget_exactly(cands2d):
+    """An RDP run event (a Gaussian DP fit): the score gets the largest Laplace epsilon whose whole
+    RepeatAndSelectEvent still fits (epsilon, delta); a slightly larger one would not."""
+    from privtune.accounting import ComposedEvent, GaussianEvent, LaplaceEvent, RepeatAndSelectEvent
+
+    fit = GaussianEvent(noise_multiplier=8.0, vector=True)
+    m = RandomSearch(epsilon=1.0, n_iter=5, score_sensitivity=0.01, selection="random-stopping", delta=1e-6,
+                     stopping_shape=0.5, run_event=fit)
+    eps_s = m.score_epsilon()
+    assert 0.0 < eps_s < 1.0 / 2.5  # the training event takes its share
+    (event, phase), = m.plan(cands2d)
+    assert phase == "selection" and isinstance(event, RepeatAndSelectEvent) and event.event.events[0] == fit
+    Accountant(Budget(1.0, 1e-6)).check(event)  # fits
+    bigger = RepeatAndSelectEvent(event=ComposedEvent(events=(fit, LaplaceEvent(epsilon=eps_s * 1.01))), mean=5.0,
+                                  shape=0.5)
+    with pytest.raises(BudgetExceededError):
+        Accountant(Budget(1.0, 1e-6)).check(bigger)
+    acc = Accountant(Budget(1.0, 1e-6))
+    rel = m.run(bump, cands2d, accountant=acc, random_state=0)
+    assert rel.params is not None and acc.spent.epsilon <= 1.0 * (1 + 1e-9)
+
+
+def test_random_stopping_refuses_a_run_event_it_cannot_bound_or_afford(cands2d):
+    from privtune.accounting import EpsilonDeltaEvent, GaussianEvent
+
+    with pytest.raises(InvalidParameterError, match="RDP accountant"):  # (eps, delta > 0): no RDP curve
+        RandomSearch(epsilon=1.0, n_iter=5, score_sensitivity=0.01, selection="random-stopping", delta=1e-6,
+                     run_event=EpsilonDeltaEvent(epsilon=0.1, delta=1e-7))
+    with pytest.raises(InvalidParameterError, match="cannot cover random stopping"):
+        RandomSearch(epsilon=1.0, n_iter=5, score_sensitivity=0.01, selection="random-stopping", delta=1e-6,
+                     run_event=GaussianEvent(noise_multiplier=0.3, vector=True))
+    with pytest.raises(InvalidParameterError, match="cannot cover random stopping"):  # pure: (2 + 1) 0.4 > 1
+        RandomSearch(epsilon=1.0, n_iter=5, score_sensitivity=0.01, selection="random-stopping", delta=1e-6,
+                     run_event=EpsilonDeltaEvent(epsilon=0.4))
+
+
+def test_random_stopping_tells_the_objective_which_run_to_keep(cands2d):
+    """The objective's keep_last_run() is called right after each run that is the best so far (and never with a
+    score): the run kept is the one released, even when the same candidate runs more than once."""
+    rng = np.random.default_rng(5)
+
+    class Objective:
+        def __init__(self):
+            self.values, self.kept = [], None
+
+        def __call__(self, params):
+            self.values.append(float(rng.uniform()))  # a run's own score, different at every run
+            return self.values[-1]
+
+        def keep_last_run(self):
+            self.kept = len(self.values) - 1
+
+    for seed in range(5):
+        obj = Objective()
+        m = RandomSearch(epsilon=30.0, n_iter=6, score_sensitivity=1e-3, selection="random-stopping", delta=1e-6)
+        rel = m.run(obj, cands2d, random_state=seed)
+        assert obj.kept == int(np.argmax(obj.values))  # the noise is negligible at this epsilon
+        assert rel.score == pytest.approx(max(obj.values), abs=1e-3)
+
+
 def test_lipschitz_release_and_space_checks():
     space = SearchSpace({"alpha": Real(0.1, 1.0, log=True)})
     cands = candidate_set(space, 16, random_state=0)

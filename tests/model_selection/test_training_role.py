@@ -94,26 +94,112 @@ def test_random_stopping_releases_nothing_that_depends_on_the_secret_number_of_r
 
 
 def test_random_stopping_charges_one_repeat_and_select_event_per_role_before_any_fit():
+    """The roles' rows are disjoint: the validation role pays for the runs' noisy scores, the training role for the
+    runs' fits, each through Papernot & Steinke's bound with the same law of K; no refit (the selected run's fit is
+    best_estimator_)."""
     X_tr, y_tr, X_v, y_v = _data()
+    FITS.clear()
     s = _stopping(0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     train = [e for e in s.ledger_ if e.role == "training"]
     val = [e for e in s.ledger_ if e.role in (None, "validation")]
     assert [type(e.event) for e in val] == [RepeatAndSelectEvent]
-    assert [type(e.event) for e in train] == [RepeatAndSelectEvent, EpsilonDeltaEvent]  # the runs, the refit
-    assert train[0].event == val[0].event
+    assert [type(e.event) for e in train] == [RepeatAndSelectEvent]  # the runs; no refit
+    assert val[0].event.event == LaplaceEvent(epsilon=1.0 / 3, label="noisy score of one run")  # (2 + eta) eps = 1
+    assert train[0].event.event == DeclaredDP(epsilon=0.1)._fit_privacy_event()
+    assert (train[0].event.mean, train[0].event.shape) == (val[0].event.mean, val[0].event.shape) == (4.0, 1.0)
+    assert s.privacy_spent_["training"].epsilon == pytest.approx(0.3)  # (2 + 1) x 0.1
+    assert s.privacy_spent_["validation"].epsilon == pytest.approx(1.0)
     assert s.search_time_ is None and s.n_iter_ is None and s.release_.history == ()
 
 
-def test_random_stopping_refuses_approximate_dp_fits():
-    class GaussianFit(DeclaredDP):
+class GaussianDeclared(DeclaredDP):
+    """Declares (and charges) a Gaussian fit: an RDP curve, no pure epsilon."""
+
+    def _fit_privacy_event(self):
+        from privtune.accounting import GaussianEvent
+
+        return GaussianEvent(noise_multiplier=1.0 / self.epsilon, vector=True, label="one GaussianDeclared fit")
+
+    def fit(self, X, y):
+        if self.accountant is not None:
+            self.accountant.spend(self._fit_privacy_event(), phase="fit", role="training")
+        FITS.append(self)
+        self.classes_ = np.asarray(self.classes)
+        self.w_ = float(self.c) * float(np.random.default_rng(len(FITS)).uniform(0.5, 1.5))
+        return self
+
+
+def test_random_stopping_takes_gaussian_fits_through_their_rdp_curve():
+    from privtune.accounting import GaussianEvent, compose_events
+
+    X_tr, y_tr, X_v, y_v = _data()
+    FITS.clear()
+    s = PrivateSearchCV(GaussianDeclared(epsilon=0.1), SPACE, sensitive="both", epsilon=1.0, delta=1e-6, n_iter=4,
+                        n_candidates=4, method_params={"selection": "random-stopping"}, random_state=0)
+    plan = s.privacy_plan(len(y_v))
+    s.fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    (train,) = [e for e in s.ledger_ if e.role == "training"]
+    assert isinstance(train.event, RepeatAndSelectEvent) and isinstance(train.event.event, GaussianEvent)
+    expected = compose_events([train.event], delta=1e-6)
+    assert s.privacy_spent_["training"] == expected == plan["training_total"]
+    assert 0.1 < expected.epsilon < 1.0 and expected.delta == pytest.approx(1e-6)
+    # best_estimator_ is one of the runs' own fits (no refit: every fit is a run)
+    assert any(f is s.best_estimator_ for f in FITS)
+    too_much = PrivateSearchCV(GaussianDeclared(epsilon=0.9), SPACE, sensitive="both", epsilon=1.0, delta=1e-6,
+                               n_iter=4, n_candidates=4, method_params={"selection": "random-stopping"})
+    FITS.clear()
+    with pytest.raises(BudgetExceededError, match="estimator.params.epsilon"):
+        too_much.fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert FITS == []
+
+
+def test_random_stopping_keeps_the_selected_runs_own_fit():
+    """Candidates run more than once; each fit has its own model. best_estimator_ is the fit of the run whose noisy
+    score was the best (the noise is negligible at this epsilon), not another run of the same candidate, and no
+    refit is made."""
+    rng = np.random.default_rng(0)
+    X_v = rng.normal(size=(4000, 2))
+    y_v = (X_v[:, 0] > 0).astype(int)
+    X_tr, y_tr = X_v[:20], y_v[:20]
+
+    class Threshold(GaussianDeclared):
+        def predict(self, X):  # each fit's own random threshold: every run scores differently
+            return (np.asarray(X)[:, 0] > self.w_ - 1.0).astype(int)
+
+    for seed in range(3):
+        FITS.clear()
+        s = PrivateSearchCV(Threshold(epsilon=1.0), {"c": Categorical([0.9, 1.0])}, sensitive="both", epsilon=40.0,
+                            delta=1e-6, n_iter=8, n_candidates=2, method_params={"selection": "random-stopping"},
+                            random_state=seed).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+        scores = [f.score(X_v, y_v) for f in FITS]
+        assert len(FITS) > 2  # some candidate ran more than once
+        assert s.best_estimator_ is FITS[int(np.argmax(scores))]
+
+
+def test_random_stopping_refuses_fits_without_a_pure_or_rdp_bound():
+    class ApproximateFit(DeclaredDP):
         def _fit_privacy_event(self):
             return EpsilonDeltaEvent(epsilon=self.epsilon, delta=1e-7)
 
     X_tr, y_tr, X_v, y_v = _data()
-    s = PrivateSearchCV(GaussianFit(), SPACE, sensitive="both", n_iter=4, n_candidates=4,
+    s = PrivateSearchCV(ApproximateFit(), SPACE, sensitive="both", n_iter=4, n_candidates=4,
                         method_params={"selection": "random-stopping"})
-    with pytest.raises(InvalidParameterError, match="pure-epsilon training runs"):
+    with pytest.raises(InvalidParameterError, match="pure epsilon-DP or has an RDP curve"):
         s.fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+
+
+def test_random_stopping_with_cv_charges_every_fold_fit_of_a_run():
+    """Regression (found this session): with cv each run fits one model per fold and a row is a training row of all
+    folds but one, yet a run was charged one fit. With cv=10 and fits at 0.1 a run costs a row 0.9 of training,
+    so the training role must charge at least (2 + eta) x 0.9; it charged (2 + eta) x (0.1 + the score)."""
+    s = PrivateSearchCV(DeclaredDP(epsilon=0.1), SPACE, sensitive="both", cv=10, epsilon=8.0, delta=1e-6, n_iter=4,
+                        n_candidates=4, method_params={"selection": "random-stopping"}, refit=False)
+    plan = s.privacy_plan(30)
+    assert plan["training_total"].epsilon >= 3 * 10 * 0.1 - 1e-9  # eta = 1: (2 + 1) x (10 fits at 0.1)
+    assert plan["overall"].epsilon >= plan["training_total"].epsilon
+    with pytest.raises(InvalidParameterError, match="cannot cover random stopping"):  # 10 fits at 0.3: 3 x 3 > 3
+        PrivateSearchCV(DeclaredDP(epsilon=0.3), SPACE, sensitive="both", cv=10, epsilon=6.0, delta=1e-6, n_iter=4,
+                        n_candidates=4, method_params={"selection": "random-stopping"}, refit=False).privacy_plan(30)
 
 
 def test_the_training_plan_is_one_entry_whatever_happens_to_the_fits():
