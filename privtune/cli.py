@@ -144,16 +144,42 @@ def _plan_error(exc: Exception) -> CLIError:
 
 
 def _plan(search: Any, n_validation: int, n_classes: int, *, split: bool) -> dict[str, Any]:
-    from privtune.exceptions import PrivtuneError
+    from privtune.exceptions import BudgetExceededError, PrivtuneError
 
+    # The search counts classes on public training labels only when they come apart from the validation rows
+    # (a validation file); with sensitive training rows, or a split of one table, it uses the estimator's
+    # declared label set, else K = 2 -- the same figure here, so that `budget` matches `tune`.
+    k = n_classes if search.sensitive == "validation" and not split else None
     try:
-        # The search counts classes on public training labels only when they come apart from the validation rows
-        # (a validation file); with sensitive training rows, or a split of one table, it uses the estimator's
-        # declared label set, else K = 2 -- the same figure here, so that `budget` matches `tune`.
-        k = n_classes if search.sensitive == "validation" and not split else None
         return search.privacy_plan(n_validation, n_classes=k)
+    except BudgetExceededError as exc:
+        err = _plan_error(exc)
+        largest = _largest_fit_epsilon(search, n_validation, k) if "training role" in str(exc) else None
+        if largest is not None:
+            err = CLIError(f"{err} The largest estimator.params.epsilon this plan affords is {_floor4(largest)}.")
+        raise err from None
     except PrivtuneError as exc:
         raise _plan_error(exc) from None
+
+
+def _floor4(x: float) -> str:
+    """``x`` rounded *down* to 4 significant digits: a printed budget a user copies must not round up."""
+    import math
+
+    step = 10.0 ** (math.floor(math.log10(x)) - 3)
+    return f"{math.floor(x / step) * step:.4g}"
+
+
+def _largest_fit_epsilon(search: Any, n_validation: int, n_classes: int | None) -> float | None:
+    """``PrivateSearchCV.largest_fit_epsilon`` where it applies (sensitive training rows), else None."""
+    from privtune.exceptions import PrivtuneError
+
+    if search.sensitive == "validation" or "epsilon" not in search.estimator.get_params(deep=False):
+        return None
+    try:
+        return search.largest_fit_epsilon(n_validation, n_classes)
+    except PrivtuneError:
+        return None
 
 
 # -- tune ---------------------------------------------------------------------------------------------
@@ -289,6 +315,7 @@ def _budget(args: argparse.Namespace) -> int:
     m, k, source = public_sizes(cfg.data)
     search = cfg.make_search(storage=False)
     plan = _plan(search, m, k, split=cfg.data.validation is None)
+    largest = _largest_fit_epsilon(search, m, None)  # training-sensitive plans only: their K rule ignores k
     if args.json:
         out = {"method": plan["method"], "guarantee": plan["guarantee"],
                "phases": {p: b.to_dict() for p, b in plan["phases"].items()}, "total": plan["total"].to_dict(),
@@ -298,7 +325,7 @@ def _budget(args: argparse.Namespace) -> int:
                "n_candidates_exact": plan["n_candidates_exact"], "warnings": list(plan["warnings"]),
                "training_phases": {p: b.to_dict() for p, b in plan["training_phases"].items()},
                "training_total": None if plan["training_total"] is None else plan["training_total"].to_dict(),
-               "overall": plan["overall"].to_dict(),
+               "overall": plan["overall"].to_dict(), "largest_fit_epsilon": largest,
                "seed_policy": "secure" if cfg.search.random_state is None else "seeded"}
         print(json.dumps(out, indent=2, sort_keys=True))
         return EXIT_OK
@@ -316,7 +343,9 @@ def _budget(args: argparse.Namespace) -> int:
            *_budget_lines(plan["training_phases"], plan["training_total"]),
            f"  training total: epsilon = {plan['training_total'].epsilon:.6g}, "
            f"delta = {plan['training_total'].delta:.3g}",
-           f"  overall: epsilon = {plan['overall'].epsilon:.6g}, delta = {plan['overall'].delta:.3g}"]
+           f"  overall: epsilon = {plan['overall'].epsilon:.6g}, delta = {plan['overall'].delta:.3g}",
+           *([f"  per-fit epsilon: {search.estimator.get_params(deep=False)['epsilon']:g} (estimator.params.epsilon); "
+              f"the largest this plan affords is {_floor4(largest)}"] if largest is not None else [])]
           if plan["training_total"] is not None else []),
         f"  guarantee: {plan['guarantee']} (replace-one, {cfg.data.sensitive} rows); noise: "
         + ("secure" if cfg.search.random_state is None else "seeded (reproducible, not for release)"),

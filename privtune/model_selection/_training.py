@@ -41,6 +41,7 @@ from privtune.accounting import (
 )
 from privtune.base import PrivacyTags, get_privacy_tags
 from privtune.exceptions import BudgetExceededError, InvalidParameterError, PrivtuneError
+from privtune.utils._validation import check_real
 
 __all__ = ["PrepaidFitAccountant", "FitTickets", "check_candidate_costs", "check_training_estimator", "per_fit_event",
            "training_plan"]
@@ -272,6 +273,88 @@ class _TrainingRoleMixin:
         included.
         """
         return self.refit and self.sensitive != "validation" and n_folds == 1 and method.name == "random"
+
+    def largest_fit_epsilon(self, n_validation: int, n_classes: int | None = None, *, rtol: float = 1e-4) -> float:
+        """The largest per-fit ``epsilon`` of the estimator whose training plan fits the budget -- without any data.
+
+        With sensitive training rows every candidate fit is paid for up front at
+        the estimator's own declaration, so the estimator's ``epsilon`` decides
+        whether the plan fits the training budget (k Gaussian fits compose to
+        about sqrt(k) times one; Laplace fits add up; random stopping costs a
+        small multiple of one fit whatever the mean number of runs). This
+        searches that ``epsilon`` by bisection on :meth:`privacy_plan`, so it
+        is exactly the figure ``fit`` would accept: set it with
+        ``search.set_params(estimator__epsilon=...)``.
+
+        Parameters
+        ----------
+        n_validation : int
+            As for :meth:`privacy_plan` (public).
+        n_classes : int or None, default=None
+            As for :meth:`privacy_plan`.
+        rtol : float in (0, 0.1], default=1e-4
+            The returned value is within this relative distance below the
+            largest affordable one (geometric bisection).
+
+        Returns
+        -------
+        float
+            An ``epsilon`` whose whole plan :meth:`privacy_plan` accepts.
+
+        Raises
+        ------
+        InvalidParameterError
+            If the training rows are public (``sensitive="validation"``), the
+            estimator has no ``epsilon`` parameter, the search space sets it,
+            or the configuration is invalid for another reason.
+        BudgetExceededError
+            If not even a per-fit epsilon a millionth of the training budget
+            fits (e.g. too many fits for the budget): lower ``n_iter``.
+
+        Notes
+        -----
+        **Privacy.** Nothing is read and nothing is spent: every figure comes
+        from the configuration and the public validation size.
+        """
+        owner = "PrivateSearchCV.largest_fit_epsilon"
+        tol = check_real(rtol, "rtol", low=0.0, high=0.1, closed="right", owner=owner)
+        if self.sensitive == "validation":
+            raise InvalidParameterError(
+                f"{owner}: the training rows are public (sensitive='validation'), so fits spend nothing and any "
+                "per-fit epsilon fits.")
+        if "epsilon" not in self.estimator.get_params(deep=False):
+            raise InvalidParameterError(
+                f"{owner}: {type(self.estimator).__name__} has no 'epsilon' parameter to choose.")
+        names = getattr(self.search_space, "names", None) or list(dict(self.search_space or {}))
+        if "epsilon" in names:
+            raise InvalidParameterError(f"{owner}: the search space sets the estimator's 'epsilon' itself.")
+        top = self._role_budgets(self._validate_params())[1].epsilon
+
+        def fits(eps: float) -> bool:
+            trial = clone(self).set_params(estimator__epsilon=eps)
+            try:
+                trial.privacy_plan(n_validation, n_classes)
+            except PrivtuneError:
+                return False
+            return True
+
+        lo = top * 1e-6
+        trial = clone(self).set_params(estimator__epsilon=lo)
+        try:
+            trial.privacy_plan(n_validation, n_classes)
+        except BudgetExceededError as exc:
+            raise BudgetExceededError(
+                f"{owner}: not even a per-fit epsilon of {lo:.3g} (a millionth of the training budget) fits this "
+                f"plan: lower n_iter, or raise epsilon. ({exc})", requested=exc.requested, spent=exc.spent,
+                ceiling=exc.ceiling) from None
+        # any other error at the smallest epsilon is a configuration error: raised above, as privacy_plan's
+        if fits(top):
+            return float(top)
+        hi = top
+        while hi > lo * (1.0 + tol):
+            mid = math.sqrt(lo * hi)
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        return float(lo)
 
     def _training_role(self, cfg: dict[str, Any], method: Any, candidates: Any, budget: Budget,
                        n_folds: int = 1) -> tuple[Accountant | None, list[Any], FitTickets | None]:

@@ -429,15 +429,23 @@ def _training_config(tmp_path, epsilon):
     return write_config(tmp_path, text)
 
 
+def _json_budget(config, capsys):
+    assert main(["budget", str(config), "--json"]) == 0
+    return capsys.readouterr().out
+
+
 def test_budget_shows_the_training_fits_and_refuses_what_tune_would_refuse(tmp_path, capsys):
     ok = _training_config(tmp_path, 0.1)
     assert main(["budget", str(ok)]) == 0
     out = capsys.readouterr().out
     assert "training role" in out and "fits" in out and "overall: epsilon" in out  # (the CLI does not refit)
+    largest = float(re.search(r"the largest this plan affords is ([0-9.]+)", out).group(1))
+    assert 0.2497 <= largest <= 0.25  # 4 Laplace fits within epsilon 1, printed rounded down
+    assert json.loads(_json_budget(ok, capsys))["largest_fit_epsilon"] == pytest.approx(0.25, rel=1e-4)
     bad = _training_config(tmp_path, 0.3)  # 4 fits at 0.3 > 1
     assert main(["budget", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert "estimator.params.epsilon" in err
+    assert "estimator.params.epsilon" in err and "The largest estimator.params.epsilon this plan affords is 0.2499" in err
     assert main(["tune", str(bad), "--quiet"]) == 2
     assert "estimator.params.epsilon" in capsys.readouterr().err
 

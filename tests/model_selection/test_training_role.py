@@ -347,3 +347,44 @@ def test_a_selected_candidate_whose_fit_failed_is_reported_without_a_new_fit():
     with pytest.raises(CandidateFitError, match="failed") as info:
         s.fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     assert "1000" not in str(info.value) and len(FITS) == 2
+
+
+def test_largest_fit_epsilon_is_the_edge_of_what_privacy_plan_accepts():
+    s = PrivateSearchCV(DeclaredDP(epsilon=0.01), SPACE, sensitive="both", epsilon=1.0, n_iter=4, n_candidates=4)
+    eps = s.largest_fit_epsilon(30)
+    assert 0.25 * (1 - 1e-4) <= eps <= 0.25  # 4 pure fits (the selected one is best_estimator_)
+    s.set_params(estimator__epsilon=eps).privacy_plan(30)
+    with pytest.raises(BudgetExceededError):
+        s.set_params(estimator__epsilon=eps * 1.01).privacy_plan(30)
+    # random stopping over the same pure fits: (2 + eta) x one fit, whatever the mean number of runs
+    stopped = PrivateSearchCV(DeclaredDP(epsilon=0.01), SPACE, sensitive="both", epsilon=1.0, delta=1e-6, n_iter=40,
+                              n_candidates=4, method_params={"selection": "random-stopping"})
+    assert stopped.largest_fit_epsilon(30) == pytest.approx(1 / 3, rel=1e-3)
+
+
+def test_largest_fit_epsilon_with_gaussian_fits_and_random_stopping():
+    """Gaussian fits: k fits compose to about sqrt(k) times one, while random stopping costs a small multiple of one
+    fit whatever its mean: with 20 fits it affords a larger per-fit epsilon."""
+    from privtune.linear_model import DPLogisticRegression
+
+    common = dict(sensitive="both", epsilon=1.0, delta=1e-6, n_iter=20, n_candidates=32)
+    est = DPLogisticRegression(classes=[0, 1])
+    space = {"C": Real(0.01, 100.0, log=True)}
+    chosen = PrivateSearchCV(est, space, **common).largest_fit_epsilon(100)
+    stopped = PrivateSearchCV(est, space, method_params={"selection": "random-stopping", "stopping_shape": 0.0},
+                              **common).largest_fit_epsilon(100)
+    assert 0.1 < chosen < stopped < 1.0
+
+
+def test_largest_fit_epsilon_refuses_what_it_cannot_answer():
+    with pytest.raises(InvalidParameterError, match="public"):
+        PrivateSearchCV(DeclaredDP(), SPACE, sensitive="validation").largest_fit_epsilon(30)
+    with pytest.raises(InvalidParameterError, match="sets the estimator's 'epsilon'"):
+        PrivateSearchCV(DeclaredDP(), {"epsilon": Categorical([0.1, 0.2])}, sensitive="both").largest_fit_epsilon(30)
+
+    class Costly(DeclaredDP):  # a fit that costs epsilon 2 whatever its own epsilon parameter says
+        def _fit_privacy_event(self):
+            return EpsilonDeltaEvent(epsilon=2.0)
+
+    with pytest.raises(BudgetExceededError, match="lower n_iter"):
+        PrivateSearchCV(Costly(), SPACE, sensitive="both", epsilon=1.0, n_iter=2).largest_fit_epsilon(30)
