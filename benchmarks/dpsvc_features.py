@@ -10,7 +10,9 @@ L2 norm, 70/30 stratified split), ``DPSVC`` at its defaults but ``gamma`` in {0.
 ``reference_norm`` in {1.0, None}, per-fit epsilon in {0.1, 0.3, 1, 3, 10} (delta 1e-6), median test accuracy
 over noise seeds 0..S-1 (``--seeds``, default 5). Reported: every cell, and per gamma the mean, the worst and the
 best difference (centred minus plain, in points) over the 45 (task, epsilon) cells, and how many cells move by
-more than one point either way.
+more than one point either way. A second part keeps the rows standardised only (norms near sqrt(d), away from
+the reference norm 1) with ``gamma = 1 / d`` (scikit-learn's ``"scale"`` for standardised features), the case the
+default ``reference_norm`` is not tuned for.
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dpsvc_features.py [--seeds 5]`` (about 12 minutes on one
 core). Writes ``benchmarks/results/dpsvc_features.json`` and ``.md``.
@@ -53,19 +55,20 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     t0 = time.perf_counter()
     rows = []
-    for name, X, y in datasets(False):
+    for part, name, X, y in [("unit", *t) for t in datasets(False)] + [("standardised", *t) for t in datasets(False)]:
         X = StandardScaler().fit_transform(X)
-        X = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+        if part == "unit":
+            X = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
         Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
-        for gamma in GAMMAS:
-            row = {"dataset": name, "n_train": int(len(ytr)), "gamma": gamma,
+        for gamma in (GAMMAS if part == "unit" else (1.0 / X.shape[1],)):
+            row = {"part": part, "dataset": name, "n_train": int(len(ytr)), "gamma": gamma,
                    "majority": float(max(np.mean(yte), 1 - np.mean(yte)))}
             for label, r in MAPS.items():
                 row[label] = [float(np.median([DPSVC(gamma=gamma, epsilon=e, classes=[0, 1], reference_norm=r,
                                                      random_state=s).fit(Xtr, ytr).score(Xte, yte)
                                                for s in range(args.seeds)])) for e in EPS]
             rows.append(row)
-            print(f"{name[:24]:24s} gamma={gamma:<4g} plain " + " ".join(f"{a:.3f}" for a in row["plain"])
+            print(f"{part[:5]} {name[:24]:24s} gamma={gamma:<6.3g} plain " + " ".join(f"{a:.3f}" for a in row["plain"])
                   + " | centred " + " ".join(f"{a:.3f}" for a in row["centred"]), flush=True)
     meta = {"run": time.strftime("%Y-%m-%d %H:%M"), "platform": platform.platform(), "privtune": privtune.__version__,
             "seeds": args.seeds, "seconds": round(time.perf_counter() - t0, 1)}
@@ -83,19 +86,21 @@ def render(meta, rows) -> str:
          "δ = 1e-6, every other parameter at its default. centred: `reference_norm=1.0` (the default); plain: "
          "`reference_norm=None`.\n",
          "## Summary (centred minus plain, points, over the nine tasks × five ε)\n",
-         "| γ | mean | worst | best | cells better by > 1 point | cells worse by > 1 point |",
-         "|---|---|---|---|---|---|"]
-    for gamma in GAMMAS:
-        d = np.array([100 * (c - p) for r in rows if r["gamma"] == gamma
-                      for p, c in zip(r["plain"], r["centred"], strict=True)])
-        L.append(f"| {gamma:g} | {d.mean():+.1f} | {d.min():+.1f} | {d.max():+.1f} | {int((d > 1).sum())} of {d.size} "
-                 f"| {int((d < -1).sum())} of {d.size} |")
+         "| rows | γ | mean | worst | best | cells better by > 1 point | cells worse by > 1 point |",
+         "|---|---|---|---|---|---|---|"]
+    groups = [("unit", g, lambda r, g=g: r["part"] == "unit" and r["gamma"] == g) for g in GAMMAS]
+    groups.append(("standardised", "1/d", lambda r: r["part"] == "standardised"))
+    for part, gamma, keep in groups:
+        d = np.array([100 * (c - p) for r in rows if keep(r) for p, c in zip(r["plain"], r["centred"], strict=True)])
+        L.append(f"| {'unit norm' if part == 'unit' else 'standardised only'} | {gamma} | {d.mean():+.1f} | "
+                 f"{d.min():+.1f} | {d.max():+.1f} | {int((d > 1).sum())} of {d.size} | "
+                 f"{int((d < -1).sum())} of {d.size} |")
     L += ["", "## Every cell\n",
-          "| dataset | n train | γ | map | " + " | ".join(f"ε = {e:g}" for e in EPS) + " | majority |",
-          "|---|---|---|---|" + "---|" * (len(EPS) + 1)]
+          "| rows | dataset | n train | γ | map | " + " | ".join(f"ε = {e:g}" for e in EPS) + " | majority |",
+          "|---|---|---|---|---|" + "---|" * (len(EPS) + 1)]
     for r in rows:
         for label in MAPS:
-            L.append(f"| {r['dataset']} | {r['n_train']} | {r['gamma']:g} | {label} | "
+            L.append(f"| {r['part']} | {r['dataset']} | {r['n_train']} | {r['gamma']:.3g} | {label} | "
                      + " | ".join(f"{a:.3f}" for a in r[label]) + f" | {r['majority']:.3f} |")
     return "\n".join(L) + "\n"
 

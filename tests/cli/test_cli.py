@@ -445,7 +445,8 @@ def test_budget_shows_the_training_fits_and_refuses_what_tune_would_refuse(tmp_p
     bad = _training_config(tmp_path, 0.3)  # 4 fits at 0.3 > 1
     assert main(["budget", str(bad)]) == 2
     err = capsys.readouterr().err
-    assert "estimator.params.epsilon" in err and "The largest estimator.params.epsilon this plan affords is 0.2499" in err
+    assert "estimator.params.epsilon" in err
+    assert "The largest estimator.params.epsilon this plan affords is 0.2499" in err
     assert main(["tune", str(bad), "--quiet"]) == 2
     assert "estimator.params.epsilon" in capsys.readouterr().err
 
