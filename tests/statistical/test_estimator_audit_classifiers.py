@@ -281,9 +281,10 @@ def test_linear_svc_twin_without_row_clipping_is_flagged(monkeypatch):
 
 # ============================================================================= DPSVC
 def test_rbf_svc_pair_exercises_features_clipping_and_labels(monkeypatch):
-    """The random features are public (equal on ``D`` and ``D'`` and for every noise seed). Both differing rows'
-    features exceed the declared L2 bound 1 and are clipped to it. The NaN is mapped to 0, and the labels
-    are opposite. The twin's bandwidth differs between the two inputs.
+    """The random features are public (equal on ``D`` and ``D'`` and for every noise seed). The outlying row's
+    centred features exceed the declared L2 bound 1 and are clipped to it; the NaN is mapped to 0 (whose centred
+    features, of norm 0.70, are within the bound), and the labels are opposite. The twin's bandwidth differs
+    between the two inputs.
     """
     seen = spy_on_trainer_inputs(monkeypatch)
     bound = math.hypot(1.0, INTERCEPT_SCALING)
@@ -295,12 +296,18 @@ def test_rbf_svc_pair_exercises_features_clipping_and_labels(monkeypatch):
             U, z = seen[-1]
             assert clf.n_iter_ == 1 and clf.random_weights_.shape == (1, 100)  # D = 100 features ("auto")
             assert z[0] == z0 and np.all(z[1:] == 1.0) and np.all(np.isfinite(U))
-            assert bound * (1 - 1e-4) < np.linalg.norm(U[0]) <= bound  # clipped: the declared L2 sensitivity
+            if z0 == 1.0:  # x = 5: clipped to the declared L2 sensitivity
+                assert bound * (1 - 1e-4) < np.linalg.norm(U[0]) <= bound
+            else:  # the NaN, mapped to 0: the centred map of 0, within the bound
+                assert np.allclose(U[0, :-1], clf._features(np.zeros((1, 1)), fitting=False)[0], rtol=1e-4)
+                assert np.linalg.norm(U[0]) < bound
     W, b = fits[0].random_weights_, fits[0].random_offset_
     for clf in fits[1:]:
         assert np.array_equal(clf.random_weights_, W) and np.array_equal(clf.random_offset_, b)
     raw = math.sqrt(2.0 / W.shape[1]) * np.cos(np.array([[5.0], [0.0]]) @ W + b)  # x = 5, and the NaN mapped to 0
-    assert np.all(np.linalg.norm(raw, axis=1) > 1.0)  # 1.011 and 1.032: the feature clipping is active
+    a = math.exp(-1.0)  # gamma = 1, reference_norm = 1
+    centred = (raw - a * math.sqrt(2.0 / W.shape[1]) * np.cos(b)) / math.sqrt(1.0 - a * a)
+    assert np.linalg.norm(centred[0]) > 1.0 > np.linalg.norm(centred[1])  # 1.255 (clipped) and 0.701
     data_dependent_features(monkeypatch)
     twin_d = rbf_svc(0).fit(X_SVC_D, Y_SVC_D)
     twin_dp = rbf_svc(0).fit(X_SVC_DP, Y_SVC_DP)
@@ -317,20 +324,21 @@ def test_rbf_svc_passes_audit():
 
     Pair. Row 0 of ``D`` is ``x = 5`` with label 1, far from the other 49 rows, a tight class-1 cluster on
     ``[-0.1, 0.1]``. In ``D'`` row 0 is ``x = NaN`` (``fit`` maps it to 0) with label 0. Privacy here rests on
-    the feature map being data-free and bounded: no input bound is declared, and every row is mapped to
-    ``phi(x)`` and clipped to the declared feature norm 1. Both differing rows' features are over it (1.011
-    and 1.032) and get clipped. Row 0's gradient moves by ``|(phi(5) + phi(0), 2 s)| / n``, about 0.71 of the
-    declared sensitivity. The statistic, ``decision_function`` at ``x = 0.2``, is chosen for the twin (below).
-    For the real fit it is a Gaussian shift of ``0.108`` (exact noise-free computation), about half of
+    the feature map being data-free and bounded: no input bound is declared, and every row is mapped to the
+    centred features ``psi(x)`` (``reference_norm = 1``) and clipped to the declared feature norm 1. Row 0's
+    features in ``D`` are over it (1.255) and get clipped; the NaN's (0.701) are not. Row 0's gradient moves by
+    ``|(psi(5) + psi(0), 2 s)| / n``, about 0.59 of the declared sensitivity (0.71 with the plain map). The
+    statistic, ``decision_function`` at ``x = 0.2``, is chosen for the twin (below). For the real fit it is a
+    Gaussian shift of ``0.069`` (exact noise-free computation; 0.108 with the plain map), about a third of
     ``mu = 0.22``.
 
     H0: the fit is ``(0.999, 1e-6)``-DP on this pair, refuted with probability at most ``ALPHA = 1e-5``.
     ``N = 2000`` fits per input.
 
-    Measured lower bound: 0.0 (seeds 1 000 000 + k / 2 000 000 + k), and 0.0 for the other three seed sets.
-    A twin with the feature clipping switched off is **not** resolvable here: unclipped features never exceed
-    ``sqrt(2)``, and these rows' features are at 1.011 and 1.032. Its measured bound was 0.0 (three seed
-    sets).
+    Measured lower bound: 0.0 (seeds 1 000 000 + k / 2 000 000 + k); with the plain map (before the centred
+    features became the default) also 0.0, and 0.0 for three other seed sets. A twin with the feature clipping
+    switched off is **not** resolvable here: on the plain map unclipped features never exceed ``sqrt(2)``, and
+    these rows' features were at 1.011 and 1.032 (measured bound 0.0, three seed sets).
     """
     res, _ = run_audit(rbf_svc, X_SVC_D, Y_SVC_D, X_SVC_DP, Y_SVC_DP, SVC_POINT, N_SVC)
     assert not res.violation, str(res)
