@@ -114,8 +114,11 @@ def svc_features(Xtr, ytr, Xte):
     return probe._features(Xtr, fitting=False), probe._features(Xte, fitting=False)
 
 
-def opacus_acc(Xtr, ytr, Xte, yte, eps, seed, loss, epochs=5, lr=1.0) -> float:
-    """Opacus DP-SGD on a linear layer at (eps / 2, DELTA) add/remove."""
+def opacus_acc(Xtr, ytr, Xte, yte, eps, seed, loss="logistic", epochs=5, lr=1.0) -> tuple[float, float]:
+    """Opacus DP-SGD on a linear layer at (eps / 2, DELTA) add/remove; returns (accuracy, noise multiplier).
+
+    ``loss``: ``"logistic"`` (BCE with logits) or ``"hinge"``. Also ``benchmarks/dp_trainer_peers.py``'s peer.
+    """
     import torch
     from opacus import PrivacyEngine
     torch.set_num_threads(1)
@@ -146,7 +149,7 @@ def opacus_acc(Xtr, ytr, Xte, yte, eps, seed, loss, epochs=5, lr=1.0) -> float:
                 opt.step()
     with torch.no_grad():
         p = lin(torch.as_tensor(Xte, dtype=torch.float32)).squeeze(1).numpy()
-    return float(np.mean((p > 0).astype(int) == yte))
+    return float(np.mean((p > 0).astype(int) == yte)), float(opt.noise_multiplier)
 
 
 def run_diffprivlib(peer, splits, seeds):
@@ -211,8 +214,8 @@ def main() -> None:
                 A, B = feats if est_name == "DPSVC" else (Xtr, Xte)
                 loss = "logistic" if est_name == "DPLogisticRegression" else "hinge"
                 t = time.perf_counter()
-                row["methods"]["opacus"] = [float(np.median([opacus_acc(A, ytr, B, yte, e, s, loss) for s in seeds]))
-                                            for e in EPS]
+                row["methods"]["opacus"] = [float(np.median([opacus_acc(A, ytr, B, yte, e, s, loss)[0]
+                                                             for s in seeds])) for e in EPS]
                 row["opacus_seconds_per_fit"] = (time.perf_counter() - t) / (len(EPS) * len(seeds))
             row["monotone"] = {k: monotone(v, len(yte)) for k, v in row["methods"].items()}
             rows.append(row)

@@ -71,6 +71,9 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 import privtune  # noqa: E402
 from privtune.linear_model import DPLogisticRegression  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dp_trainer_peer_table import opacus_acc  # noqa: E402  (DP-SGD on a linear layer, BCE, at eps / 2)
+
 OUT = Path(__file__).resolve().parent / "results"
 EPS = (0.1, 0.3, 1.0, 3.0, 10.0)
 DELTA = 1e-6
@@ -141,37 +144,6 @@ def breast_cancer():
 # -- methods in this venv ------------------------------------------------------------------------------
 def privtune_acc(Xtr, ytr, Xte, yte, eps, seed):
     return DPLogisticRegression(epsilon=eps, classes=[0, 1], random_state=seed).fit(Xtr, ytr).score(Xte, yte)
-
-
-def opacus_acc(Xtr, ytr, Xte, yte, eps, seed, epochs=5, lr=1.0):
-    """Opacus DP-SGD on a linear layer at (eps / 2, 1e-6) add/remove; returns (accuracy, noise multiplier)."""
-    import torch
-    from opacus import PrivacyEngine
-    torch.set_num_threads(1)
-    torch.manual_seed(seed)
-    n, d = Xtr.shape
-    ds = torch.utils.data.TensorDataset(torch.as_tensor(Xtr, dtype=torch.float32),
-                                        torch.as_tensor(ytr, dtype=torch.float32))
-    loader = torch.utils.data.DataLoader(ds, batch_size=max(1, n // 10), shuffle=True)
-    lin = torch.nn.Linear(d, 1)
-    opt = torch.optim.SGD(lin.parameters(), lr=lr)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        engine = PrivacyEngine(accountant="prv")
-        model, opt, loader = engine.make_private_with_epsilon(
-            module=lin, optimizer=opt, data_loader=loader, target_epsilon=eps / 2.0, target_delta=DELTA,
-            epochs=epochs, max_grad_norm=1.0)
-        lossf = torch.nn.BCEWithLogitsLoss()
-        for _ in range(epochs):
-            for xb, yb in loader:
-                if xb.shape[0] == 0:
-                    continue
-                opt.zero_grad()
-                lossf(model(xb).squeeze(1), yb).backward()
-                opt.step()
-    with torch.no_grad():
-        p = lin(torch.as_tensor(Xte, dtype=torch.float32)).squeeze(1).numpy()
-    return float(np.mean((p > 0).astype(int) == yte)), float(opt.noise_multiplier)
 
 
 def time_privtune(Xtr, ytr, Xte, yte, repeats):
