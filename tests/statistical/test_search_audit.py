@@ -324,12 +324,7 @@ def _stopping_training_sampler(y, *, broken=False):
     return sample
 
 
-def test_random_stopping_over_gaussian_fits_passes_a_training_row_audit_and_its_broken_twin_is_flagged():
-    """Papernot & Steinke over Gaussian DP fits, audited on a *training* row: the pair flips row 0's label
-    (x0 = -1, label 0 -> 1). The output is the released model (the selected run's own fit, kept without a refit),
-    the claim the training role's (epsilon, delta) ((1.98, 1e-5): per-fit epsilon 1.3, mean of K 3, eta 1).
-    Twin: the solver adds a twentieth of its declared noise. 1000 runs per side at 99.9 %; measured when written:
-    real 0.0, twin 2.53 (about 40 s per audit on one core)."""
+def _stopping_training_audit(broken):
     y = (np.r_[-np.ones(M // 2), np.ones(M // 2)] > 0).astype(int)
     y2 = y.copy()
     y2[0] = 1
@@ -337,8 +332,21 @@ def test_random_stopping_over_gaussian_fits_passes_a_training_row_audit_and_its_
     claim = probe.make(0).fit(probe.X, y, X_val=probe.X, y_val=probe.y_val).privacy_spent_["training"]
     assert claim.epsilon <= 2.0 * (1 + 1e-9)
     kw = dict(epsilon=claim.epsilon, delta=claim.delta, n_samples=1000, confidence=0.999, random_state=0)
-    ok = audit_mechanism(_stopping_training_sampler(y), _stopping_training_sampler(y2), **kw)
-    bad = audit_mechanism(_stopping_training_sampler(y, broken=True), _stopping_training_sampler(y2, broken=True),
-                          **kw)
-    assert not ok.violation, ok
-    assert bad.violation, bad
+    return audit_mechanism(_stopping_training_sampler(y, broken=broken), _stopping_training_sampler(y2, broken=broken),
+                           **kw)
+
+
+def test_random_stopping_over_gaussian_fits_passes_a_training_row_audit():
+    """Papernot & Steinke over Gaussian DP fits, audited on a *training* row: the pair flips row 0's label
+    (x0 = -1, label 0 -> 1). The output is the released model (the selected run's own fit, kept without a refit),
+    the claim the training role's (epsilon, delta) ((1.98, 1e-5): per-fit epsilon 1.3, mean of K 3, eta 1).
+    1000 runs per side at 99.9 %; measured when written: 0.0 (about 40 s on one core)."""
+    res = _stopping_training_audit(broken=False)
+    assert not res.violation, res
+
+
+def test_random_stopping_over_gaussian_fits_broken_twin_is_flagged():
+    """The twin of the audit above: the solver adds a twentieth of the noise its fit declares (and is charged
+    for), at the same size and seeds. Measured when written: 2.53 against the claim 1.98."""
+    res = _stopping_training_audit(broken=True)
+    assert res.violation, res
