@@ -325,10 +325,10 @@ class _TrainingRoleMixin:
         if "epsilon" not in self.estimator.get_params(deep=False):
             raise InvalidParameterError(
                 f"{owner}: {type(self.estimator).__name__} has no 'epsilon' parameter to choose.")
-        names = getattr(self.search_space, "names", None) or list(dict(self.search_space or {}))
-        if "epsilon" in names:
+        cfg = self._validate_params()
+        if "epsilon" in cfg["space"].names:
             raise InvalidParameterError(f"{owner}: the search space sets the estimator's 'epsilon' itself.")
-        top = self._role_budgets(self._validate_params())[1].epsilon
+        top = self._role_budgets(cfg)[1].epsilon
 
         def fits(eps: float) -> bool:
             trial = clone(self).set_params(estimator__epsilon=eps)
