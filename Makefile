@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.privtune-installed
 export OMP_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 
-.PHONY: setup test test-fast demo lint clean
+.PHONY: setup test test-slow test-fast demo lint clean
 
 setup: $(STAMP)
 
@@ -20,10 +20,19 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-## Set up, then run the whole test suite (unit, property, statistical and DP-audit tests), one pytest-xdist
-## worker per logical CPU (the DP audits are long and independent).
+## Set up, then run the whole test suite in two tiers, one pytest-xdist worker per logical CPU: tier 1 is every
+## test not marked slow (unit, property, docstring and the quick statistical tests), tier 2 the tests marked slow
+## (the long DP audits with their broken twins, the documented commands). Both run and both must pass; tier 2 starts
+## only once tier 1 has passed.
 test: setup
-	$(BIN)/python -m pytest -q -n logical --dist worksteal
+	@echo "== tier 1 of 2: tests not marked slow =="
+	$(BIN)/python -m pytest -q -n logical --dist worksteal -m "not slow"
+	@echo "== tier 2 of 2: tests marked slow (long DP audits, documented commands) =="
+	$(BIN)/python -m pytest -q -n logical --dist worksteal -m slow
+
+## Set up, then run tier 2 of `make test` only (the tests marked slow).
+test-slow: setup
+	$(BIN)/python -m pytest -q -n logical --dist worksteal -m slow
 
 ## Set up, then run the main job: privtune demo (RBF SVM on bundled breast-cancer data, sensitive validation split).
 demo: setup

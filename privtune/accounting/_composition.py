@@ -244,13 +244,7 @@ class _State:
         from collections import Counter
 
         groups = Counter(self.pld_all)
-        out = None
-        for event in sorted(groups, key=lambda e: repr(e.to_dict())):
-            p = to_pld(event, _PLD_INTERVAL)
-            if groups[event] > 1:
-                p = p.self_compose(groups[event])
-            out = p if out is None else out.compose(p)
-        return out
+        return _canonical_pld(tuple(sorted(groups.items(), key=lambda kv: repr(kv[0].to_dict()))))
 
     def options(self, delta_budget: float, *, cheap_only: bool, canonical: bool = False,
                 pld_only: bool = False) -> list[tuple[float, float, str]]:
@@ -331,6 +325,30 @@ class _State:
         if epsilon_ceiling is not None and any(fits(o) for o in allopts):
             return _best([o for o in allopts if fits(o)])  # a check: any bound within the ceiling will do
         return _best(allopts)
+
+
+#: How many composed canonical PLDs are kept (each holds up to a few MB of dense probabilities).
+_CANONICAL_PLD_CACHE = 8
+
+
+@functools.lru_cache(maxsize=_CANONICAL_PLD_CACHE)
+def _canonical_pld(groups: tuple[tuple[PrivacyEvent, int], ...]) -> Any:
+    """The PLD of ``groups`` (``(event, count)`` pairs in canonical order), composed once and reused.
+
+    A search asks for the same totals many times (the running total, per-role and
+    per-phase figures, the report), and repeated searches of one configuration
+    compose the same multiset of events; the dense convolutions are most of the
+    cost of a small search. Events are immutable and PLDs are never mutated
+    (composition returns a new one), so a cached PLD is the one a fresh
+    composition would build, bit for bit.
+    """
+    out = None
+    for event, count in groups:
+        p = to_pld(event, _PLD_INTERVAL)
+        if count > 1:
+            p = p.self_compose(count)
+        out = p if out is None else out.compose(p)
+    return out
 
 
 def _best(options: list[tuple[float, float, str]]) -> tuple[float, float, str]:

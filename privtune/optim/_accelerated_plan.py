@@ -220,8 +220,10 @@ def _gaussian_plan(*, solver: str, n: int, d: int, m: int, eps: float, dlt: floa
         t_used = horizon
         shares = np.full(horizon, 1.0 / horizon)
         nms = [nm * math.sqrt(horizon)] * horizon
-    mechs = [Gaussian.from_noise_multiplier(v, sensitivity=sens2 / m, random_state=source) for v in nms]
-    for mech in mechs:
+    # One mechanism per distinct multiplier (a uniform split has one): they are immutable and share the source.
+    by_nm = {v: Gaussian.from_noise_multiplier(v, sensitivity=sens2 / m, random_state=source) for v in set(nms)}
+    mechs = [by_nm[v] for v in nms]
+    for mech in by_nm.values():
         mech.grid_spacing(d)  # the exact grid must exist for every step: refuse now, before any spending
     events: list[PrivacyEvent] = [GaussianEvent(noise_multiplier=v, vector=True) for v in nms]
     label = f"Kuru et al. 2022 DP-{solver.upper()}, Gaussian variant ({t_used} steps, batch {m} of {n})"

@@ -389,6 +389,7 @@ def test_binary_decision_function_is_the_logit_of_the_second_class():
     np.testing.assert_array_equal(clf.predict(X), (f > 0).astype(int))
 
 
+@pytest.mark.slow
 def test_fit_learns_two_moons_at_epsilon_1_and_10():
     """Held-out accuracy well above the majority rate (0.5) at the default hyperparameters, median of 3 seeds."""
     X, y = _moons(1000)

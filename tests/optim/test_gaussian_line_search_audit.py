@@ -233,6 +233,7 @@ def test_exact_law_is_a_distribution_and_agrees_with_independent_forms():
 
 
 # ----------------------------------------------------------------------------- 2. distribution checks
+@pytest.mark.slow
 @pytest.mark.statistical
 def test_real_gaussian_line_search_and_batched_sampler_follow_the_exact_law(monkeypatch):
     """H0: the real code (and the batched sampler used by the audit) follow the exact law.

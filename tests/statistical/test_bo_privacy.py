@@ -63,6 +63,7 @@ def _random_sampler(method, scores, cands):
     return sample
 
 
+@pytest.mark.slow
 def test_random_exponential_selection_passes_an_audit_and_a_broken_twin_is_flagged():
     """Claim: the selection is eps_sel = 1 DP (epsilon = 2 split evenly). n = 8000 runs per side, 99.9 %.
 
@@ -101,6 +102,7 @@ def _noisy_sampler(method, scores, cands):
     return sample
 
 
+@pytest.mark.slow
 def test_noisy_ucb_passes_an_audit_and_a_broken_twin_is_flagged():
     """Claim: the whole run is (1, 1e-5)-DP; the audited output is the released score (post-processing).
 

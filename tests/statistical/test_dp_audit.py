@@ -220,6 +220,7 @@ def test_gaussian_rdp_and_classic_calibrations_pass_and_their_broken_twins_are_f
     assert bad.violation, bad
 
 
+@pytest.mark.slow
 def test_gaussian_vector_release_passes_and_its_l_infinity_twin_is_flagged():
     """A vector release (d = 4, L2 sensitivity 1, calibration="rdp", the trainers' kind of step), claimed
     (1, 1e-5) on v = 0 against v' = (1/2, 1/2, 1/2, 1/2) (L2 distance exactly 1). The audited statistic is the
@@ -257,6 +258,7 @@ def selections(mech, utilities):
                                  count=n)
 
 
+@pytest.mark.slow
 def test_exponential_passes():
     """H0: Exponential(eps=1, Delta=1) is 1-DP on U_D vs U_D_PRIME. alpha = 1e-5, n = 5 * 10**4.
 
@@ -275,6 +277,7 @@ def test_exponential_passes():
     assert truth - 0.25 < res.epsilon_lower_bound <= truth, res
 
 
+@pytest.mark.slow
 def test_exponential_wrong_epsilon_in_weights_is_flagged():
     """Broken twin: weights exp(eps u / Delta) instead of exp(eps u / (2 Delta)) (built as eps = 2).
 
@@ -294,6 +297,7 @@ def test_exponential_wrong_epsilon_in_weights_is_flagged():
     assert res.worst_set == "{0}", res
 
 
+@pytest.mark.slow
 def test_exponential_monotonic_on_non_monotonic_utilities_is_flagged():
     """Broken twin: ``monotonic=True`` declared for utilities that move in opposite directions.
 

@@ -315,6 +315,7 @@ def test_rbf_svc_pair_exercises_features_clipping_and_labels(monkeypatch):
     assert not np.allclose(twin_d.random_weights_, twin_dp.random_weights_)
 
 
+@pytest.mark.slow
 def test_rbf_svc_passes_audit():
     """DPSVC at its defaults (``C = 1``, ``gamma = 1``, ``n_components="auto"``, so ``D = 100`` public random
     Fourier features from ``feature_seed = 0`` clipped to L2 norm 1, plus the linear SVM's defaults above),
@@ -344,6 +345,7 @@ def test_rbf_svc_passes_audit():
     assert not res.violation, str(res)
 
 
+@pytest.mark.slow
 def test_rbf_svc_twin_with_data_dependent_features_is_flagged(monkeypatch):
     """The twin draws its random features at scikit-learn SVC's default ``gamma="scale"``, i.e.
     ``1 / Var(X)`` read off the training rows: 2.03 on ``D``, 294 on ``D'``.
@@ -393,6 +395,7 @@ def test_mlp_pair_exercises_clipping_and_labels(monkeypatch, one_torch_thread):
     assert made[-1][0][0, 0] == 5.0
 
 
+@pytest.mark.slow
 def test_mlp_passes_audit(one_torch_thread):
     """DPMLPClassifier at its defaults (one hidden layer of 32 ReLU units, ``epsilon = 1``, ``delta = 1e-6``,
     ``clip_grad = 0.3``, ``clip_obj = 1``, 10/90 line-search/gradient split, ``eta0 = 0.5``, ``data_norm = 1``,
@@ -437,6 +440,7 @@ def test_mlp_passes_audit(one_torch_thread):
     assert not res.violation, str(res)
 
 
+@pytest.mark.slow
 def test_mlp_twin_without_clipping_is_flagged(monkeypatch, one_torch_thread):
     """The twin switches off both the estimator's row clipping and the per-example gradient clipping.
 

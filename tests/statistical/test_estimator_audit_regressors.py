@@ -221,6 +221,7 @@ def test_chebyshev_solver_clip_backs_the_estimator_clip(monkeypatch):
         assert t.intercept_ == r.intercept_
 
 
+@pytest.mark.slow
 def test_chebyshev_default_fit_passes_audit():
     """H0: the default ``DPChebyshevRegressor`` is (1, 0)-DP, as it reports, on targets -5 vs +5 (clipped to -+1).
 
@@ -234,6 +235,7 @@ def test_chebyshev_default_fit_passes_audit():
     assert res.epsilon_lower_bound > 0.1, str(res)
 
 
+@pytest.mark.slow
 def test_chebyshev_without_target_clipping_is_flagged(monkeypatch):
     """Broken twin: ``fit`` with the target clipping switched off, audited against the same reported ``(1, 0)``.
 
@@ -346,6 +348,7 @@ def test_nonconvex_solver_clip_backs_the_estimator_clip(monkeypatch):
     assert after <= r_prime
 
 
+@pytest.mark.slow
 def test_nonconvex_default_fit_passes_audit():
     """H0: the default ``DPNonConvexClassifier`` is (0.999, 1e-6)-DP, as it reports, on x_0 = +100 vs -100.
 
@@ -357,6 +360,7 @@ def test_nonconvex_default_fit_passes_audit():
     assert not res.violation, str(res)
 
 
+@pytest.mark.slow
 def test_nonconvex_without_row_clipping_is_flagged(monkeypatch):
     """Broken twin: rows unclipped in the estimator and in the solver, audited against the reported (0.999, 1e-6).
 

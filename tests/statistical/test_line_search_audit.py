@@ -364,6 +364,7 @@ def test_pair_attains_the_gradient_sensitivity_and_the_runs_claim_the_budget():
 
 
 # ----------------------------------------------------------------------------- adaptive mode (DP-BLGD)
+@pytest.mark.slow
 def test_batched_adaptive_run_matches_dp_blsgd(monkeypatch):
     """H0: :class:`BatchedRun` (adaptive) has the law of ``dp_blsgd``; KS on ``w_T`` and chi-square on the course
     (iterations, CHEB calls), alpha = 1e-4 each; the same KS for the twin against the real code with
@@ -408,6 +409,7 @@ def test_adaptive_twin_with_understated_sensitivity_is_flagged():
 
 
 # ----------------------------------------------------------------------------- fixed mode (NN mode)
+@pytest.mark.slow
 def test_batched_fixed_run_matches_dp_blsgd(monkeypatch):
     """H0: :class:`BatchedRun` (fixed) has the law of ``dp_blsgd``, and its twin that of the patched real code
     (KS, alpha = 1e-4). Power: the twin against the real law, measured p ~ 7e-50. Measured: p = 0.89, 0.18."""

@@ -259,6 +259,7 @@ def _exact_sampler(b, kappa, seed):
     return sample
 
 
+@pytest.mark.slow
 def test_metropolis_matches_the_exact_sampler():
     """Two-sample KS test, alpha = 1e-4: the chain's output (5000 steps) on b has the exact mechanism's law.
 

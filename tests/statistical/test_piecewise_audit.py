@@ -60,6 +60,7 @@ def _audit_subgradient(eps_inside, seeds):
                            confidence=1.0 - ALPHA, random_state=0)
 
 
+@pytest.mark.slow
 def test_subgradient_passes():
     """H0: the DP subgradient method (k = 2, last iterate, outputs {-1, 0, 1}) is 1-DP on (b, b').
 
@@ -72,6 +73,7 @@ def test_subgradient_passes():
     assert res.epsilon_lower_bound > 0.4, res
 
 
+@pytest.mark.slow
 def test_subgradient_scale_halved_is_flagged():
     """Broken twin: each selection runs at 2 epsilon / k while claiming epsilon = 1.
 

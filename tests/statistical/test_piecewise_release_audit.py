@@ -104,6 +104,7 @@ def _audit_ms(solution_sensitivity, seeds):
                            confidence=1.0 - ALPHA, random_state=0)
 
 
+@pytest.mark.slow
 def test_perturb_solution_passes():
     """H0: M_S (default sensitivity = box diameter 2, projected) is (1, 0)-DP on b = (1, -1), b' = (-1, 1).
 
@@ -116,6 +117,7 @@ def test_perturb_solution_passes():
     assert res.epsilon_lower_bound > 0.4, str(res)
 
 
+@pytest.mark.slow
 def test_perturb_solution_understated_sensitivity_is_flagged():
     """Broken twin: ``solution_sensitivity=1`` (half the box's diameter, so half the noise), claimed 1.
 
@@ -186,6 +188,7 @@ N_KS_DEFAULT = 1200
 N_KS_FAST = 10_000
 
 
+@pytest.mark.slow
 def test_one_sweep_gibbs_matches_the_default_gibbs():
     """The fast Gibbs path (one sweep) has the law of the default path (100 sweeps, certified) on b.
 
@@ -214,6 +217,7 @@ def _audit_gibbs(eps_inside, seeds):
                            confidence=1.0 - ALPHA, random_state=0)
 
 
+@pytest.mark.slow
 def test_exponential_gibbs_passes():
     """H0: M_E with the default Gibbs sampler is (1.5, 2.65e-6)-DP (its certified claim) on b, b'.
 
@@ -225,6 +229,7 @@ def test_exponential_gibbs_passes():
     assert res.epsilon_lower_bound > 0.5, str(res)
 
 
+@pytest.mark.slow
 def test_exponential_gibbs_epsilon_doubled_is_flagged():
     """Broken twin: the same Gibbs code run at epsilon = 3 inside (kappa = 2), audited against (1.5, 2.65e-6).
 

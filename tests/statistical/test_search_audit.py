@@ -110,6 +110,7 @@ def _sampler(data, method, epsilon, *, broken=None, output="score", method_param
     return sample
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method,epsilon,n", [("random", 2.0, 800), ("noisy-ucb", 2.0, 500), ("prescreen", 2.0, 800)])
 @pytest.mark.parametrize("pair,twin", [("failure", "isolation"), ("label", "sensitivity")])
 def test_private_search_cv_passes_an_end_to_end_audit_and_its_broken_twin_is_flagged(method, epsilon, n, pair, twin):
@@ -123,6 +124,7 @@ def test_private_search_cv_passes_an_end_to_end_audit_and_its_broken_twin_is_fla
     assert bad.violation, bad
 
 
+@pytest.mark.slow
 def test_the_released_choice_passes_an_audit_and_its_broken_twin_is_flagged():
     """The released best_params_ (random's exponential selection), not only the released score. The candidates
     tie (both score 0.75) and the pair flips one label, moving k=0 down and k=1 up by one row each: the real
@@ -142,6 +144,7 @@ def test_the_released_choice_passes_an_audit_and_its_broken_twin_is_flagged():
     assert bad.violation, bad
 
 
+@pytest.mark.slow
 def test_random_stopping_passes_an_end_to_end_audit_and_its_broken_twin_is_flagged():
     """Papernot & Steinke's random stopping (one RepeatAndSelectEvent for the whole search), label pair, released
     score. Measured when written: real 0.07, twin (sensitivity rule 20 times too small) 4.6 against epsilon = 2."""
@@ -232,6 +235,7 @@ def _kusner_sampler(data, method, *, broken=None, output="score"):
     ("gp-ucb", "label", "noise"), ("gp-ucb", "failure", "noise"),
     ("gp-ucb-exact", "label", "noise"), ("gp-ucb-exact", "failure", "noise"),
     ("lipschitz", "label", "sensitivity"), ("lipschitz", "failure", "isolation")])
+@pytest.mark.slow
 def test_kusner_searches_pass_an_end_to_end_audit_and_their_broken_twins_are_flagged(method, pair, twin):
     """Label pair and failure pair (row 0 poisoned), released score, claims epsilon = 2 (delta = 1e-5 for the
     conditional methods), 300 runs per side at 99.9 %. For ``lipschitz`` row 0 (x0 = -2, z = -10) is confidently
@@ -273,6 +277,7 @@ def _cv_sampler(y, *, broken=False):
     return sample
 
 
+@pytest.mark.slow
 def test_cross_validated_search_with_sensitive_training_passes_an_audit_and_its_broken_twin_is_flagged():
     """cv=2 and sensitive="both": every row is a validation row of one fold and a training row of the other
     fold's DP fit. The pair flips row 0's label (x0 = -1, label 0 -> 1): its fold's accuracy moves by up to
@@ -336,6 +341,7 @@ def _stopping_training_audit(broken):
                            **kw)
 
 
+@pytest.mark.slow
 def test_random_stopping_over_gaussian_fits_passes_a_training_row_audit():
     """Papernot & Steinke over Gaussian DP fits, audited on a *training* row: the pair flips row 0's label
     (x0 = -1, label 0 -> 1). The output is the released model (the selected run's own fit, kept without a refit),
@@ -345,6 +351,7 @@ def test_random_stopping_over_gaussian_fits_passes_a_training_row_audit():
     assert not res.violation, res
 
 
+@pytest.mark.slow
 def test_random_stopping_over_gaussian_fits_broken_twin_is_flagged():
     """The twin of the audit above: the solver adds a twentieth of the noise its fit declares (and is charged
     for), at the same size and seeds. Measured when written: 2.53 against the claim 1.98."""

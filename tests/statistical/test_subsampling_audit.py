@@ -292,6 +292,7 @@ def ks(a: np.ndarray, b: np.ndarray) -> float:
     return float(stats.ks_2samp(a, b).pvalue)
 
 
+@pytest.mark.slow
 def test_wor_replay_matches_dp_blsgd(monkeypatch):
     """H0: the replay has the law of ``dp_blsgd``'s released gradients on ``D'`` (KS on the audited statistic and
     on the first gradient), and so does twin (a) (the real code with ``_Runner.batch`` patched). Power: twin (a)'s
@@ -327,6 +328,7 @@ def test_wor_twin_with_fixed_batches_is_flagged():
 
 
 # ----------------------------------------------------------------------------- 2. dp_blsgd Poisson
+@pytest.mark.slow
 def test_poisson_replay_matches_dp_blsgd(monkeypatch):
     """H0: the replay has the law of the real Poisson run (row 0 present, both pairs), and twins (b) and (c)
     have the law of the real code with the bug patched in. Power: each twin is rejected against the real law."""
