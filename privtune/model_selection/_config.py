@@ -21,6 +21,7 @@ from privtune.accounting._conversion import to_rdp_event
 from privtune.exceptions import InvalidParameterError
 from privtune.model_selection._inputs import _as_labels, _as_space, _as_table, _max_distinct_candidates, _same_length
 from privtune.model_selection._scoring import BoundedScorer, make_bounded_scorer
+from privtune.model_selection._seeding import explicit_random_states
 from privtune.model_selection._training import check_training_estimator, per_fit_event
 from privtune.model_selection._utility import utility_warnings
 from privtune.space import Categorical, Integer, candidate_set
@@ -141,6 +142,14 @@ class _SearchConfigMixin:
         if training_sensitive:
             one_fit, one_budget = per_fit_event(self.estimator)
             cfg["one_fit"], cfg["one_fit_budget"] = one_fit, one_budget
+            seeded_fits = explicit_random_states(self.estimator, cfg["space"].names)
+            if self.random_state is None and seeded_fits:
+                raise InvalidParameterError(
+                    f"{type(self.estimator).__name__}'s {', '.join(seeded_fits)} seeds the noise of its fits on the "
+                    "sensitive training rows, but the search is unseeded (random_state=None, the secure mode for a "
+                    "release): anyone holding that seed could remove the fits' noise, under a release labelled "
+                    "'secure'. Leave the estimator's random_state=None (each fit then draws secure noise), or seed "
+                    "the search too (a reproducible run, labelled not for release). Nothing was read or spent.")
             if cfg["stopping"]:
                 if not (one_budget.delta == 0 or to_rdp_event(one_fit) is not None) or one_fit.is_conditional():
                     raise InvalidParameterError(

@@ -16,6 +16,7 @@ import numpy as np
 from sklearn.base import clone
 
 from privtune.exceptions import InvalidParameterError
+from privtune.model_selection._seeding import SCREEN, FitSeeder
 
 __all__ = ["screen_on_public_rows"]
 
@@ -81,10 +82,13 @@ def screen_on_public_rows(estimator: Any, method: Any, scorer: Any, candidates: 
     folds = list(KFold(n_splits=method.screen_cv, shuffle=True,
                        random_state=int(rng.integers(2**31))).split(X_tr))
 
+    seeder = FitSeeder(seeds, active=True)  # public rows: each fit's randomness from the stored seeds (_seeding)
+
     def public_score(i: int) -> float:
         scores = []
-        for tr, va in folds:
-            est = clone(estimator).set_params(**candidates[int(i)])
+        for f, (tr, va) in enumerate(folds):
+            params = candidates[int(i)]
+            est = seeder.seed(clone(estimator).set_params(**params), SCREEN, params, f)
             try:
                 est.fit(X_tr[tr], y_tr[tr], **fit_params)
                 v = float(scorer.score_public(est, X_tr[va], y_tr[va]))

@@ -36,6 +36,7 @@ from privtune.model_selection._prescreen import screen_on_public_rows
 from privtune.model_selection._progress import _Progress
 from privtune.model_selection._results import _SearchResultsMixin
 from privtune.model_selection._scoring import BoundedScorer
+from privtune.model_selection._seeding import CANDIDATE, REFIT, FitSeeder
 from privtune.model_selection._training import FitTickets, _RunKeeper, _TrainingRoleMixin
 from privtune.model_selection._utility import utility_warnings
 from privtune.space import candidate_set
@@ -204,7 +205,18 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         memory-mapped to a temporary file for the workers.
     random_state : None, int or numpy Generator, default=None
         ``None``: cryptographically secure noise (for release). An int makes the
-        run reproducible and labels it "seeded (reproducible, not for release)".
+        run reproducible and labels it "seeded (reproducible, not for release)":
+        the search's own noise, and every fit's, since each ``random_state``
+        parameter of the estimator left at ``None`` (nested ones too) gets a
+        seed derived from the search's for each fit (the candidate, its fold,
+        its run). Parameters you set are never changed. With public training
+        rows the fits are seeded that way in an unseeded search too (their
+        randomness protects nothing; a resumed study rebuilds the same fits).
+        With sensitive training rows an unseeded search leaves every DP fit's
+        noise to the secure source, and refuses an estimator whose
+        ``random_state`` is set (or searched over): the noise of fits on
+        sensitive rows must not be reproducible from a seed under a "secure"
+        label.
     callbacks : list of callable or None, default=None
         Each called with every :class:`~privtune.bo.IterationRecord` (released
         values only); one returning True stops the search. For ``gp-ucb``,
@@ -466,7 +478,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             else:
                 accountant = self.accountant if self.accountant is not None else Accountant(budget)
             return self._fit_search(cfg, scorer, method, train_budget, accountant, journal, study, candidates,
-                                    source, X_tr, y_tr, X_v, y_v, m, fit_params, folds)
+                                    source, X_tr, y_tr, X_v, y_v, m, fit_params, folds, seeds)
         finally:
             if study is not None:
                 study.close()
@@ -478,8 +490,13 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             warnings.warn(f"PrivateSearchCV: {text}", LowUtilityWarning, stacklevel=4)
 
     def _fit_search(self, cfg, scorer, method, budget, accountant, journal, study, candidates, source,  # noqa: PLR0913
-                    X_tr, y_tr, X_v, y_v, m, fit_params, folds=None) -> PrivateSearchCV:
+                    X_tr, y_tr, X_v, y_v, m, fit_params, folds=None, seeds=()) -> PrivateSearchCV:
         n_folds = len(folds) if folds else 1
+        # Each fit's own random_state, derived from the stored seeds when left at None (see _seeding): always with
+        # public training rows; with sensitive ones only in a seeded search (else each DP fit's noise is secure).
+        seeder = FitSeeder(seeds, active=self.sensitive == "validation" or bool(source.seeded))
+        runs_of: dict[str, int] = {}  # how often each candidate ran, when runs are counted in this process
+        count_runs = {"on": False}  # set below, once it is known whether evaluations stay in this process
         train_acc, train_plan, tickets = self._training_role(cfg, method, candidates, budget, n_folds)
         if cfg["method"] != "prescreen":  # prescreen warned before its screening fits
             self._warn_low_utility(method, candidates, scorer)  # before any data is read
@@ -493,8 +510,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         # of all K runs (its length would be K).
         runs = _RunKeeper() if reuse and cfg["stopping"] else None
 
-        def fit_and_score(params: Mapping[str, Any], Xa: Any, ya: Any, Xb: Any, yb: Any) -> float:
-            est = clone(estimator).set_params(**params)
+        def fit_and_score(params: Mapping[str, Any], Xa: Any, ya: Any, Xb: Any, yb: Any, fold: int = 0,
+                          run: int = 0) -> float:
+            est = seeder.seed(clone(estimator).set_params(**params), CANDIDATE, params, fold, run)
             if tickets is not None:  # a throw-away accountant: this fit was paid for up front
                 est.set_params(accountant=tickets.accountant())
             try:
@@ -519,9 +537,14 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         def objective(params: Mapping[str, Any]) -> float:
             if runs is not None:
                 runs.last = None  # a fit that raises leaves no model for this run
+            run = 0
+            if count_runs["on"]:  # in this process, one evaluation at a time: the count is deterministic
+                key = _params_key(params)
+                run = runs_of.get(key, 0)
+                runs_of[key] = run + 1
             if folds is None:
-                return fit_and_score(params, X_tr, y_tr, X_v, y_v)
-            jobs = [(params, X_tr[tr], y_tr[tr], X_tr[va], y_tr[va]) for tr, va in folds]
+                return fit_and_score(params, X_tr, y_tr, X_v, y_v, 0, run)
+            jobs = [(params, X_tr[tr], y_tr[tr], X_tr[va], y_tr[va], f, run) for f, (tr, va) in enumerate(folds)]
             if self.n_jobs in (None, 1):
                 scores = [fit_and_score(*j) for j in jobs]
             else:  # threads: fits share the search's ticket book
@@ -545,6 +568,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         threads = tickets is not None or not cfg["ships"]
         mapper = (make_mapper(self.n_jobs, threads=threads, quiet=quiet)
                   if self.n_jobs not in (None, 1) and not in_process else None)
+        # Workers cannot share a count; a candidate evaluated again there gets the same seed (the same fit).
+        count_runs["on"] = mapper is None
         # A progress display on the local terminal, never part of a release. The GP methods report each
         # (released) iteration; ``random`` with the exponential selection counts the evaluations of its fixed,
         # data-independent batch when they run in this process. Random stopping shows nothing: its number of
@@ -630,7 +655,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                     "pass refit=False.")
             self.best_estimator_ = best
         elif self.refit and self.best_params_ is not None:
-            best = clone(estimator).set_params(**self.best_params_)
+            best = seeder.seed(clone(estimator).set_params(**self.best_params_), REFIT, self.best_params_)
             if tickets is not None:  # paid for up front, like every candidate fit
                 best.set_params(accountant=FitTickets(tickets.budget, 1).accountant())
             t0 = time.perf_counter()
