@@ -88,7 +88,8 @@ def screen_on_public_rows(estimator: Any, method: Any, scorer: Any, candidates: 
         scores = []
         for f, (tr, va) in enumerate(folds):
             params = candidates[int(i)]
-            est = seeder.seed(clone(estimator).set_params(**params), SCREEN, params, f)
+            est = clone(estimator).set_params(**params)
+            seeder.seed(est, SCREEN, params, f)  # the fitted model is discarded: nothing to put back
             try:
                 est.fit(X_tr[tr], y_tr[tr], **fit_params)
                 v = float(scorer.score_public(est, X_tr[va], y_tr[va]))

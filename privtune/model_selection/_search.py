@@ -209,7 +209,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         the search's own noise, and every fit's, since each ``random_state``
         parameter of the estimator left at ``None`` (nested ones too) gets a
         seed derived from the search's for each fit (the candidate, its fold,
-        its run). Parameters you set are never changed. With public training
+        its run), put back to ``None`` once the fit is done (``best_estimator_``
+        carries no seed you did not choose). Parameters you set are never changed. With public training
         rows the fits are seeded that way in an unseeded search too (their
         randomness protects nothing; a resumed study rebuilds the same fits).
         With sensitive training rows an unseeded search leaves every DP fit's
@@ -512,7 +513,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
 
         def fit_and_score(params: Mapping[str, Any], Xa: Any, ya: Any, Xb: Any, yb: Any, fold: int = 0,
                           run: int = 0) -> float:
-            est = seeder.seed(clone(estimator).set_params(**params), CANDIDATE, params, fold, run)
+            est = clone(estimator).set_params(**params)
+            derived = seeder.seed(est, CANDIDATE, params, fold, run)
             if tickets is not None:  # a throw-away accountant: this fit was paid for up front
                 est.set_params(accountant=tickets.accountant())
             try:
@@ -532,7 +534,10 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             elif fitted_lock is not None:
                 with fitted_lock:
                     fitted[_params_key(params)] = est
-            return scorer(est, Xb, yb)  # row-isolated: one validation row moves only its own term
+            try:
+                return scorer(est, Xb, yb)  # row-isolated: one validation row moves only its own term
+            finally:
+                seeder.unseed(est, derived)  # a kept model carries no derived seed (see _seeding)
 
         def objective(params: Mapping[str, Any]) -> float:
             if runs is not None:
@@ -655,7 +660,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                     "pass refit=False.")
             self.best_estimator_ = best
         elif self.refit and self.best_params_ is not None:
-            best = seeder.seed(clone(estimator).set_params(**self.best_params_), REFIT, self.best_params_)
+            best = clone(estimator).set_params(**self.best_params_)
+            derived = seeder.seed(best, REFIT, self.best_params_)
             if tickets is not None:  # paid for up front, like every candidate fit
                 best.set_params(accountant=FitTickets(tickets.budget, 1).accountant())
             t0 = time.perf_counter()
@@ -676,6 +682,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                     "to see the error, or pass refit=False.") from None
             if train_acc is None:  # public training data: the refit's time is a function of public inputs
                 self.refit_time_ = time.perf_counter() - t0
+            seeder.unseed(best, derived)
             self.best_estimator_ = best
         self.ledger_ = tuple(accountant.entries) + (tuple(train_acc.entries) if train_acc is not None else ())
         self.privacy_spent_ = self._privacy_spent(accountant, train_acc)

@@ -11,7 +11,10 @@ parameter (nested ones included, ``step__random_state``) that the user left at
 identity: its role (a candidate fit, the refit, a screening fit), the
 candidate's hyperparameters, the fold and, for a candidate run more than once
 in this process (random stopping), the run's number. The seed never depends on
-the order in which workers finish. Parameters the user set are never changed.
+the order in which workers finish. Parameters the user set are never changed,
+and the derived ones are put back to ``None`` once the fit is done, so that a
+returned model (or a clone of it fitted later) carries no seed the user did not
+choose.
 
 When the training rows are sensitive and the search is unseeded, nothing is
 derived: each DP fit draws its noise from the secure source, and the search
@@ -73,14 +76,28 @@ class FitSeeder:
         self._entropy = [int(s) for s in seeds]
         self.active = bool(active)
 
-    def seed(self, estimator: Any, role: int, params: Mapping[str, Any], fold: int = 0, run: int = 0) -> Any:
-        """Set every ``random_state`` left at ``None`` to a derived int; returns ``estimator``."""
+    def seed(self, estimator: Any, role: int, params: Mapping[str, Any], fold: int = 0, run: int = 0) -> list[str]:
+        """Set every ``random_state`` left at ``None`` to a derived int; returns the names set.
+
+        Hand the names to :meth:`unseed` once the fit is done.
+        """
         if not self.active:
-            return estimator
+            return []
         current = estimator.get_params(deep=True)
         unset = [k for k in random_state_names(estimator) if current[k] is None]
         if unset:
             seq = np.random.SeedSequence(self._entropy, spawn_key=(role, _digest(params), int(fold), int(run)))
             values = seq.generate_state(len(unset), dtype=np.uint32)
             estimator.set_params(**{k: int(v) for k, v in zip(unset, values, strict=True)})
-        return estimator
+        return unset
+
+    @staticmethod
+    def unseed(estimator: Any, names: list[str]) -> None:
+        """Put the parameters :meth:`seed` set back to ``None`` (the fitted state is unchanged).
+
+        A fitted model handed back to the user (``best_estimator_``) must not
+        carry a derived seed: a clone of it fitted later on sensitive rows would
+        otherwise draw reproducible noise from a seed the user never chose.
+        """
+        if names:
+            estimator.set_params(**dict.fromkeys(names))

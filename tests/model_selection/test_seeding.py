@@ -54,15 +54,37 @@ def test_a_seeded_search_over_dp_fits_on_sensitive_rows_is_exactly_reproducible(
     first = _dp_search(3, **kw).fit(X, y)
     second = _dp_search(3, **kw).fit(X, y)
     assert _outputs(first) == _outputs(second)
-    assert first.seeded_ and isinstance(first.best_estimator_.random_state, int)
+    assert first.seeded_
+    assert first.best_estimator_.random_state is None  # the derived seed is not left on the returned model
     assert _outputs(_dp_search(4, **kw).fit(X, y)) != _outputs(first)  # the seed matters
 
 
-def test_an_unseeded_search_leaves_every_dp_fit_to_the_secure_source():
+def test_an_unseeded_search_leaves_every_dp_fit_to_the_secure_source(monkeypatch):
     X, y = _data()
+    seen = []
+    real_fit = DPLogisticRegression.fit
+
+    def spy(self, *args, **kwargs):
+        seen.append(self.random_state)
+        return real_fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(DPLogisticRegression, "fit", spy)
     search = _dp_search(None, validation_size=0.3).fit(X, y)
-    assert search.best_estimator_.random_state is None  # the fit drew secure noise
+    assert seen and all(r is None for r in seen)  # every fit drew secure noise
     assert not search.seeded_
+    seen.clear()
+    _dp_search(3, validation_size=0.3).fit(X, y)
+    assert seen and all(isinstance(r, int) for r in seen) and len(set(seen)) == len(seen)
+
+
+def test_a_returned_model_carries_no_derived_seed_even_after_a_refit():
+    """Public training rows (seeded from the stored seeds even unseeded): best_estimator_, refitted, keeps the
+    user's random_state=None, so that a clone of it fitted later on sensitive rows draws secure noise."""
+    X, y = _data()
+    for rs in (None, 3):
+        search = PrivateSearchCV(DPLogisticRegression(epsilon=0.5, classes=[0, 1]), SPACE, epsilon=2.0, n_iter=3,
+                                 n_candidates=8, validation_size=0.3, random_state=rs).fit(X, y)
+        assert search.best_estimator_.random_state is None
 
 
 def test_the_users_own_seed_is_never_replaced():
@@ -119,15 +141,26 @@ def test_fit_seeds_depend_on_the_fit_and_only_fill_unset_parameters():
         return make_pipeline(RandomForestClassifier(random_state=None), RandomForestClassifier(random_state=4))
 
     seeder = FitSeeder([1, 2], active=True)
-    a = seeder.seed(pipe(), CANDIDATE, {"x": 1}, fold=0)
+    a = pipe()
+    names = seeder.seed(a, CANDIDATE, {"x": 1}, fold=0)
+    assert names == ["randomforestclassifier-1__random_state"]
     assert a.get_params()["randomforestclassifier-2__random_state"] == 4
     first = a.get_params()["randomforestclassifier-1__random_state"]
     assert isinstance(first, int)
-    again = seeder.seed(pipe(), CANDIDATE, {"x": 1}, fold=0)
+    again = pipe()
+    seeder.seed(again, CANDIDATE, {"x": 1}, fold=0)
     assert again.get_params()["randomforestclassifier-1__random_state"] == first
-    other = [seeder.seed(RandomForestClassifier(), CANDIDATE, p, fold=f, run=r).random_state
-             for p, f, r in [({"x": 1}, 0, 0), ({"x": 2}, 0, 0), ({"x": 1}, 1, 0), ({"x": 1}, 0, 1)]]
+    FitSeeder.unseed(a, names)
+    assert a.get_params()["randomforestclassifier-1__random_state"] is None
+    assert a.get_params()["randomforestclassifier-2__random_state"] == 4
+
+    def one(params, fold, run):
+        est = RandomForestClassifier()
+        seeder.seed(est, CANDIDATE, params, fold=fold, run=run)
+        return est.random_state
+
+    other = [one(p, f, r) for p, f, r in [({"x": 1}, 0, 0), ({"x": 2}, 0, 0), ({"x": 1}, 1, 0), ({"x": 1}, 0, 1)]]
     assert len(set(other)) == 4
-    assert FitSeeder([1, 2], active=False).seed(RandomForestClassifier(), CANDIDATE, {}).random_state is None
+    assert FitSeeder([1, 2], active=False).seed(RandomForestClassifier(), CANDIDATE, {}) == []
     assert explicit_random_states(pipe()) == ["randomforestclassifier-2__random_state"]
     assert explicit_random_states(RandomForestClassifier(), ["random_state", "max_depth"]) == ["random_state"]
