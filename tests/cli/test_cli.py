@@ -548,3 +548,18 @@ def test_budget_and_tune_use_the_same_class_count(tmp_path, capsys):
     search = cfg.make_search(storage=False).fit(X, y)
     assert planned["score_sensitivity"] == search.score_sensitivity_ == pytest.approx(2 / (2 * 5))
     assert planned["n_classes"] == 2
+
+
+def test_an_unseeded_run_refuses_a_seeded_dp_estimator_on_sensitive_training_rows(tmp_path, capsys):
+    """A seed in estimator.params would make the fits' noise on sensitive rows reproducible under a 'secure' label:
+    budget and tune refuse it when [search] has no random_state; with one, the run is seeded and allowed."""
+    seeded = _training_config(tmp_path, 0.1).read_text().replace(
+        "classes = [0, 1] }", "classes = [0, 1], random_state = 0 }")
+    assert "random_state = 3" in seeded
+    unseeded = write_config(tmp_path, seeded.replace("random_state = 3\n", ""))
+    assert main(["budget", str(unseeded)]) == 2
+    err = capsys.readouterr().err
+    assert "random_state" in err and "secure" in err
+    assert main(["tune", str(unseeded), "--quiet"]) == 2
+    assert "random_state" in capsys.readouterr().err
+    assert main(["budget", str(write_config(tmp_path, seeded))]) == 0
