@@ -48,7 +48,8 @@ def _dp_search(random_state, *, estimator=None, **kw):
     dict(validation_size=0.3),  # the selected candidate's own fit is kept (no refit)
     dict(cv=2, epsilon=6.0),  # fold fits and a refit
     dict(validation_size=0.3, method_params={"selection": "random-stopping"}),  # runs counted in this process
-], ids=["split", "cv", "random-stopping"])
+    dict(cv=2, epsilon=6.0, n_jobs=2),  # fits in threads sharing the ticket book: seeds by candidate and fold
+], ids=["split", "cv", "random-stopping", "cv-threads"])
 def test_a_seeded_search_over_dp_fits_on_sensitive_rows_is_exactly_reproducible(kw):
     X, y = _data()
     first = _dp_search(3, **kw).fit(X, y)
