@@ -497,7 +497,12 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         # public training rows; with sensitive ones only in a seeded search (else each DP fit's noise is secure).
         seeder = FitSeeder(seeds, active=self.sensitive == "validation" or bool(source.seeded))
         runs_of: dict[str, int] = {}  # how often each candidate ran, when runs are counted in this process
-        count_runs = {"on": False}  # set below, once it is known whether evaluations stay in this process
+        # In this process (no mapper): random stopping's secret number of runs K, or the raw-score path's final
+        # batch, would be a count of tasks a worker pool (a dask scheduler's task stream) shows.
+        in_process = cfg["stopping"] or method.name in _RAW_TRAJECTORY
+        # Evaluated here, without a worker pool (below), runs are counted for their seeds; workers cannot share a
+        # count, so a candidate evaluated again there gets the same seed (the same fit).
+        evaluate_here = self.n_jobs in (None, 1) or in_process
         train_acc, train_plan, tickets = self._training_role(cfg, method, candidates, budget, n_folds)
         if cfg["method"] != "prescreen":  # prescreen warned before its screening fits
             self._warn_low_utility(method, candidates, scorer)  # before any data is read
@@ -543,7 +548,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             if runs is not None:
                 runs.last = None  # a fit that raises leaves no model for this run
             run = 0
-            if count_runs["on"]:  # in this process, one evaluation at a time: the count is deterministic
+            if evaluate_here:  # in this process, one evaluation at a time: the count is deterministic
                 key = _params_key(params)
                 run = runs_of.get(key, 0)
                 runs_of[key] = run + 1
@@ -565,16 +570,10 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         # every worker process (which does not inherit this process's filters).
         quiet = (self.sensitive != "validation" or self.n_jobs not in (None, 1)
                  or method.name in _RAW_TRAJECTORY or cfg["stopping"])
-        # In this process (no mapper): random stopping's secret number of runs K, or the raw-score path's final
-        # batch, would be a count of tasks a worker pool (a dask scheduler's task stream) shows. In threads: fits
-        # that charge the shared training accountant, and sensitive rows whose cells may not pickle (an object
-        # array: whether shipping them to a process fails would depend on one cell).
-        in_process = cfg["stopping"] or method.name in _RAW_TRAJECTORY
+        # In threads: fits that charge the shared training accountant, and sensitive rows whose cells may not
+        # pickle (an object array: whether shipping them to a process fails would depend on one cell).
         threads = tickets is not None or not cfg["ships"]
-        mapper = (make_mapper(self.n_jobs, threads=threads, quiet=quiet)
-                  if self.n_jobs not in (None, 1) and not in_process else None)
-        # Workers cannot share a count; a candidate evaluated again there gets the same seed (the same fit).
-        count_runs["on"] = mapper is None
+        mapper = make_mapper(self.n_jobs, threads=threads, quiet=quiet) if not evaluate_here else None
         # A progress display on the local terminal, never part of a release. The GP methods report each
         # (released) iteration; ``random`` with the exponential selection counts the evaluations of its fixed,
         # data-independent batch when they run in this process. Random stopping shows nothing: its number of

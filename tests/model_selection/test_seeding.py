@@ -126,13 +126,31 @@ def test_public_training_fits_are_seeded_so_a_seeded_search_is_reproducible_with
     assert outs[0] == outs[1]
 
 
-def test_prescreen_screening_fits_are_seeded():
+@pytest.mark.parametrize("random_state", [None, 2])
+def test_prescreen_screening_fits_are_seeded(monkeypatch, random_state):
+    """Every fit on the public training rows, the screening's k-fold fits included, gets a derived seed, in an
+    unseeded search too; a seeded search then releases the same thing twice."""
     X, y = _data()
-    runs = [PrivateSearchCV(DPLogisticRegression(epsilon=0.5, classes=[0, 1]), SPACE, method="prescreen",
-                            epsilon=1.0, n_iter=4, n_candidates=16, validation_size=0.3, random_state=2).fit(X, y)
-            for _ in range(2)]
-    assert json.dumps(runs[0].cv_results_, default=str) == json.dumps(runs[1].cv_results_, default=str)
-    assert _outputs(runs[0]) == _outputs(runs[1])
+    seen = []
+    real_fit = DPLogisticRegression.fit
+
+    def spy(self, *args, **kwargs):
+        seen.append(self.random_state)
+        return real_fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(DPLogisticRegression, "fit", spy)
+
+    def run():
+        return PrivateSearchCV(DPLogisticRegression(epsilon=0.5, classes=[0, 1]), SPACE, method="prescreen",
+                               epsilon=1.0, n_iter=4, n_candidates=16, validation_size=0.3,
+                               random_state=random_state).fit(X, y)
+
+    first = run()
+    screen = first.release_.diagnostics["prescreen"]
+    assert len(seen) >= screen["screened"] * screen["cv_folds"] > 4 + 1  # the screening's fits were seen
+    assert all(isinstance(r, int) for r in seen)
+    if random_state is not None:
+        assert _outputs(first) == _outputs(run())
 
 
 def test_fit_seeds_depend_on_the_fit_and_only_fill_unset_parameters():
