@@ -31,6 +31,20 @@ def _data(n=240, seed=0):
 SPACE = {"C": Real(0.1, 10.0, log=True)}
 
 
+@pytest.fixture
+def seen(monkeypatch):
+    """The random_state each DPLogisticRegression fit starts with, in order."""
+    out = []
+    real_fit = DPLogisticRegression.fit
+
+    def spy(self, *args, **kwargs):
+        out.append(self.random_state)
+        return real_fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(DPLogisticRegression, "fit", spy)
+    return out
+
+
 def _outputs(search):
     est = search.best_estimator_
     return (json.dumps(search.best_params_), repr(search.release_.score), est.coef_.tobytes(),
@@ -60,16 +74,8 @@ def test_a_seeded_search_over_dp_fits_on_sensitive_rows_is_exactly_reproducible(
     assert _outputs(_dp_search(4, **kw).fit(X, y)) != _outputs(first)  # the seed matters
 
 
-def test_an_unseeded_search_leaves_every_dp_fit_to_the_secure_source(monkeypatch):
+def test_an_unseeded_search_leaves_every_dp_fit_to_the_secure_source(seen):
     X, y = _data()
-    seen = []
-    real_fit = DPLogisticRegression.fit
-
-    def spy(self, *args, **kwargs):
-        seen.append(self.random_state)
-        return real_fit(self, *args, **kwargs)
-
-    monkeypatch.setattr(DPLogisticRegression, "fit", spy)
     search = _dp_search(None, validation_size=0.3).fit(X, y)
     assert seen and all(r is None for r in seen)  # every fit drew secure noise
     assert not search.seeded_
@@ -127,18 +133,10 @@ def test_public_training_fits_are_seeded_so_a_seeded_search_is_reproducible_with
 
 
 @pytest.mark.parametrize("random_state", [None, 2])
-def test_prescreen_screening_fits_are_seeded(monkeypatch, random_state):
+def test_prescreen_screening_fits_are_seeded(seen, random_state):
     """Every fit on the public training rows, the screening's k-fold fits included, gets a derived seed, in an
     unseeded search too; a seeded search then releases the same thing twice."""
     X, y = _data()
-    seen = []
-    real_fit = DPLogisticRegression.fit
-
-    def spy(self, *args, **kwargs):
-        seen.append(self.random_state)
-        return real_fit(self, *args, **kwargs)
-
-    monkeypatch.setattr(DPLogisticRegression, "fit", spy)
 
     def run():
         return PrivateSearchCV(DPLogisticRegression(epsilon=0.5, classes=[0, 1]), SPACE, method="prescreen",
