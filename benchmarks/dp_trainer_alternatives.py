@@ -29,7 +29,7 @@ and scaled to unit L2 norm, 70/30 stratified split, delta = 1e-6), per-fit
 epsilon in {0.3, 1, 3}, 7 noise seeds (median test accuracy).
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dp_trainer_alternatives.py [--seeds 7]``
-(about 15 minutes on 2 cores). Writes ``benchmarks/results/dp_trainer_alternatives.json`` and ``.md``.
+(about 3 minutes on 2 cores). Writes ``benchmarks/results/dp_trainer_alternatives.json`` and ``.md``.
 """
 
 from __future__ import annotations
