@@ -19,7 +19,8 @@ Part B -- training and validation rows sensitive (``sensitive="both"``), total �
 role: ``DPLogisticRegression``, ``DPLinearSVC`` and ``DPSVC`` at their defaults (Gaussian fits) tuned over C
 with the default method (``auto``, which is ``random`` here): the default exponential selection with
 n_iter = 5, and random stopping (Papernot & Steinke; ``selection="random-stopping"``, geometric K of mean 5);
-for the logistic model also n_iter = 20 with each. The per-fit ε is
+for the logistic model also n_iter = 20 with each; and, as a baseline, no search at all (the estimator at
+its defaults, one fit with the training role's whole budget). The per-fit ε is
 ``PrivateSearchCV.largest_fit_epsilon``: the largest whose up-front training plan fits the budget
 (``best_estimator_`` is the selected candidate's, or run's, own fit, so no refit is paid for); breast cancer
 and a 5 000-row synthetic set (rows scaled to unit norm, a public bound); 20 seeds; test accuracy of the
@@ -64,6 +65,8 @@ from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results"
 SPACE = {"C": Real(1e-2, 1e3, log=True), "gamma": Real(1e-5, 1e1, log=True)}
+#: Part B's baseline without a search: the estimator's defaults, one fit with the training role's whole budget.
+NO_SEARCH = "none (defaults, one fit)"
 HGB_SPACE = {"learning_rate": Real(1e-3, 1.0, log=True), "max_leaf_nodes": Integer(2, 64),
              "l2_regularization": Real(1e-4, 10.0, log=True)}
 EPS = (0.1, 0.3, 1.0, 3.0, 10.0)
@@ -232,7 +235,48 @@ def part_b(seeds: int, quick: bool) -> list[dict]:
                     print(f"B {name[:16]:16s} {est_name[:20]:20s} {selection:15s} n_iter={n_iter:2d} eps={total:<4g} "
                           f"per-fit {per_fit:.3f} test {row['test_median']:.3f} (p10 {row['test_p10']:.3f}) "
                           f"majority share {row['majority_share']:.2f} | ceiling {ceiling:.3f}", flush=True)
+            # Baseline: no search. The estimator at its defaults (C = 1), one fit with the training role's whole
+            # budget (epsilon = total at the same delta); the validation rows are not used.
+            for total in (0.3, 1.0, 3.0):
+                t_cell = time.perf_counter()
+                accs = np.asarray([cls(epsilon=total, delta=1e-6, classes=[0, 1], random_state=70_000 + s)
+                                   .fit(Xtr, ytr).score(Xte, yte) for s in range(seeds)])
+                rows.append({"task": name, "estimator": est_name, "epsilon_total": total, "per_fit_epsilon": total,
+                             "method": "none", "selection": NO_SEARCH, "n_iter": 1, "n_train": int(len(ytr)),
+                             "m": int(len(yva)), "test_median": float(np.median(accs)),
+                             "test_p10": float(np.percentile(accs, 10)),
+                             "regret_median": float(100 * (ceiling - np.median(accs))),
+                             "majority_share": float(np.mean(np.abs(accs - majority) < 1e-9)),
+                             "ceiling": ceiling, "majority": majority,
+                             "seconds_per_search": (time.perf_counter() - t_cell) / seeds})
+                print(f"B {name[:16]:16s} {est_name[:20]:20s} no search, defaults eps={total:<4g} "
+                      f"test {np.median(accs):.3f} (p10 {np.percentile(accs, 10):.3f})", flush=True)
     return rows
+
+
+def summary_b(b_rows) -> list[str]:
+    """Part B, per selection and epsilon, over the (task, estimator) cells with n_iter 5 (or no search)."""
+    L = ["", "### Summary over the six (task, estimator) cells (n_iter = 5, or no search)\n",
+         "| ε per role | selection | mean of median regret | mean of p90 regret | cells where it is best |",
+         "|---|---|---|---|---|"]
+    selections = ("exponential", "random-stopping", NO_SEARCH)
+
+    def cells(sel, eps):
+        return {(r["task"], r["estimator"]): r for r in b_rows if r.get("selection", "exponential") == sel
+                and r["epsilon_total"] == eps and r.get("n_iter", 5) in (1, 5)}
+
+    for eps in sorted({r["epsilon_total"] for r in b_rows}):
+        by = {sel: cells(sel, eps) for sel in selections}
+        keys = set.intersection(*(set(v) for v in by.values()))
+        if not keys:
+            continue
+        for sel in selections:
+            med = [by[sel][k]["regret_median"] for k in keys]
+            p90 = [100 * (by[sel][k]["ceiling"] - by[sel][k]["test_p10"]) for k in keys]
+            wins = sum(by[sel][k]["regret_median"] <= min(by[o][k]["regret_median"] for o in selections)
+                       for k in keys)
+            L.append(f"| {eps:g} | {sel} | {np.mean(med):.1f} | {np.mean(p90):.1f} | {wins} of {len(keys)} |")
+    return L
 
 
 def summary(a_rows) -> list[str]:
@@ -274,7 +318,8 @@ def render(meta, a_rows, b_rows) -> str:
           "Per-fit ε: `PrivateSearchCV.largest_fit_epsilon`, the largest whose up-front training plan fits the "
           "training budget (exponential selection: n_iter fits composed through RDP; random stopping: Papernot & "
           "Steinke's bound over the fits with the same secret K). Both release the selected candidate's (run's) own "
-          "fit: no refit is paid for.\n",
+          f"fit: no refit is paid for. Baseline \"{NO_SEARCH}\": the estimator at its defaults (C = 1), fitted "
+          "once with the training role's whole budget (per-fit ε = ε per role); the validation rows are unused.\n",
           "| task | estimator | selection | n_iter (mean) | ε per role | per-fit ε | test median | test p10 | "
           "regret median | majority-model share | non-private LR | s per search |",
           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -283,6 +328,7 @@ def render(meta, a_rows, b_rows) -> str:
                  f"{r['epsilon_total']:g} | {r['per_fit_epsilon']:.3f} | "
                  f"{r['test_median']:.3f} | {r['test_p10']:.3f} | {r['regret_median']:.1f} | "
                  f"{r['majority_share']:.2f} | {r['ceiling']:.3f} | {r.get('seconds_per_search', float('nan')):.2f} |")
+    L += summary_b(b_rows)
     return "\n".join(L) + "\n"
 
 
