@@ -15,10 +15,11 @@ random candidate). ε ∈ {0.1, 0.3, 1, 3, 10}, δ = 1e-6, n_iter ∈ {10, 30}, 
 test accuracy of the released choice (median, 10th percentile), regret against the ceiling in points
 (median, 90th percentile), and |released score - true validation score| (median).
 
-Part B -- training and validation rows sensitive (``sensitive="both"``), total ε ∈ {0.3, 1, 3} for each
-role: ``DPLogisticRegression``, ``DPLinearSVC`` and ``DPSVC`` at their defaults (Gaussian fits) tuned over C
+Part B -- training and validation rows sensitive (``sensitive="both"``), total ε ∈ {0.1, 0.3, 1, 3, 10} for
+each role: ``DPLogisticRegression``, ``DPLinearSVC`` and ``DPSVC`` at their defaults (Gaussian fits) tuned over C
 with the default method (``auto``, which is ``random`` here): the default exponential selection with
-n_iter = 5, and random stopping (Papernot & Steinke; ``selection="random-stopping"``, geometric K of mean 5);
+n_iter = 5 and 10, and random stopping (Papernot & Steinke; ``selection="random-stopping"``, geometric K of
+mean 5 and 10);
 for the logistic model also n_iter = 20 with each; and, as a baseline, no search at all (the estimator at
 its defaults, one fit with the training role's whole budget). The per-fit ε is
 ``PrivateSearchCV.largest_fit_epsilon``: the largest whose up-front training plan fits the budget
@@ -67,6 +68,8 @@ OUT = Path(__file__).resolve().parent / "results"
 SPACE = {"C": Real(1e-2, 1e3, log=True), "gamma": Real(1e-5, 1e1, log=True)}
 #: Part B's baseline without a search: the estimator's defaults, one fit with the training role's whole budget.
 NO_SEARCH = "none (defaults, one fit)"
+#: Part B's budgets per role (each role, training and validation, has this epsilon).
+EPS_B = (0.1, 0.3, 1.0, 3.0, 10.0)
 HGB_SPACE = {"learning_rate": Real(1e-3, 1.0, log=True), "max_leaf_nodes": Integer(2, 64),
              "l2_regularization": Real(1e-4, 10.0, log=True)}
 EPS = (0.1, 0.3, 1.0, 3.0, 10.0)
@@ -195,7 +198,7 @@ def part_b(seeds: int, quick: bool) -> list[dict]:
     estimators = {"DPLogisticRegression": DPLogisticRegression, "DPLinearSVC": DPLinearSVC, "DPSVC": DPSVC}
     # (selection, n_iter): the default exponential selection, and random stopping (Papernot & Steinke) with its
     # default shape (geometric K) at the same mean number of runs; n_iter = 20 for the logistic model only.
-    plans = [("exponential", 5), ("random-stopping", 5)]
+    plans = [("exponential", 5), ("random-stopping", 5), ("exponential", 10), ("random-stopping", 10)]
     space = {"C": Real(1e-2, 1e2, log=True)}
     for name, (X, y) in data:
         X = StandardScaler().fit_transform(X)  # public preprocessing for the benchmark
@@ -207,7 +210,7 @@ def part_b(seeds: int, quick: bool) -> list[dict]:
         for est_name, cls in estimators.items():
             for selection, n_iter in plans + ([("exponential", 20), ("random-stopping", 20)]
                                               if est_name == "DPLogisticRegression" else []):
-                for total in (0.3, 1.0, 3.0):
+                for total in EPS_B:
                     mp = {"selection": selection} if selection == "random-stopping" else None
 
                     def make(s, eps=1.0, cls=cls, total=total, n_iter=n_iter, mp=mp):
@@ -237,7 +240,7 @@ def part_b(seeds: int, quick: bool) -> list[dict]:
                           f"majority share {row['majority_share']:.2f} | ceiling {ceiling:.3f}", flush=True)
             # Baseline: no search. The estimator at its defaults (C = 1), one fit with the training role's whole
             # budget (epsilon = total at the same delta); the validation rows are not used.
-            for total in (0.3, 1.0, 3.0):
+            for total in EPS_B:
                 t_cell = time.perf_counter()
                 accs = np.asarray([cls(epsilon=total, delta=1e-6, classes=[0, 1], random_state=70_000 + s)
                                    .fit(Xtr, ytr).score(Xte, yte) for s in range(seeds)])
@@ -255,27 +258,29 @@ def part_b(seeds: int, quick: bool) -> list[dict]:
 
 
 def summary_b(b_rows) -> list[str]:
-    """Part B, per selection and epsilon, over the (task, estimator) cells with n_iter 5 (or no search)."""
-    L = ["", "### Summary over the six (task, estimator) cells (n_iter = 5, or no search)\n",
-         "| ε per role | selection | mean of median regret | mean of p90 regret | cells where it is best |",
-         "|---|---|---|---|---|"]
+    """Part B, per n_iter, selection and epsilon, over the six (task, estimator) cells, beside no search."""
+    L = ["", "### Summary over the six (task, estimator) cells\n",
+         "| ε per role | n_iter | selection | mean of median regret | mean of p90 regret | cells where it is best |",
+         "|---|---|---|---|---|---|"]
     selections = ("exponential", "random-stopping", NO_SEARCH)
 
-    def cells(sel, eps):
+    def cells(sel, eps, n_iter):
         return {(r["task"], r["estimator"]): r for r in b_rows if r.get("selection", "exponential") == sel
-                and r["epsilon_total"] == eps and r.get("n_iter", 5) in (1, 5)}
+                and r["epsilon_total"] == eps and r.get("n_iter", 5) == (1 if sel == NO_SEARCH else n_iter)}
 
     for eps in sorted({r["epsilon_total"] for r in b_rows}):
-        by = {sel: cells(sel, eps) for sel in selections}
-        keys = set.intersection(*(set(v) for v in by.values()))
-        if not keys:
-            continue
-        for sel in selections:
-            med = [by[sel][k]["regret_median"] for k in keys]
-            p90 = [100 * (by[sel][k]["ceiling"] - by[sel][k]["test_p10"]) for k in keys]
-            wins = sum(by[sel][k]["regret_median"] <= min(by[o][k]["regret_median"] for o in selections)
-                       for k in keys)
-            L.append(f"| {eps:g} | {sel} | {np.mean(med):.1f} | {np.mean(p90):.1f} | {wins} of {len(keys)} |")
+        for n_iter in (5, 10):
+            by = {sel: cells(sel, eps, n_iter) for sel in selections}
+            keys = set.intersection(*(set(v) for v in by.values()))
+            if not keys:
+                continue
+            for sel in selections:
+                med = [by[sel][k]["regret_median"] for k in keys]
+                p90 = [100 * (by[sel][k]["ceiling"] - by[sel][k]["test_p10"]) for k in keys]
+                wins = sum(by[sel][k]["regret_median"] <= min(by[o][k]["regret_median"] for o in selections)
+                           for k in keys)
+                L.append(f"| {eps:g} | {'-' if sel == NO_SEARCH else n_iter} | {sel} | {np.mean(med):.1f} "
+                         f"| {np.mean(p90):.1f} | {wins} of {len(keys)} |")
     return L
 
 
