@@ -124,8 +124,15 @@ def poisson_gaussian_rdp(orders: np.ndarray | None, sample_rate: float, noise_mu
     sum of a Gaussian shifted by the integer vector ``k Delta`` equals the
     unshifted sum), so the integer-order formula above is exact on the lattice
     in the "add" direction, and increasing in ``||Delta||``. The "remove"
-    direction is at most the "add" one for every order, because the two laws
-    are mirror images of each other (``x -> Delta - x``). At fractional orders
+    direction is not covered by that identity (its exponent is negative).
+    For the continuous Gaussian, Mironov, Talwar & Zhang prove it is at most
+    the "add" one; privtune has no proof that this carries over to the
+    lattice (which shares the Gaussian's mirror symmetry ``x -> Delta - x``,
+    exchanging the two laws), so it is checked numerically instead: exact
+    lattice sums in one and two dimensions (integer shifts off the axes too),
+    over a grid of noise scales, sampling rates and orders, find the
+    "remove" divergence at most the "add" one and both under this curve. At
+    fractional orders
     the continuous formula (dp-accounting's ``_compute_log_a_frac``) is not a
     bound for the lattice: at ``sigma / ||Delta|| = 0.25``, ``q = 0.5``, order 1.5
     the exact lattice divergence exceeds it by 3.4e-6 (a coarse grid, far from
