@@ -19,9 +19,8 @@ Part B -- training and validation rows sensitive (``sensitive="both"``), total �
 each role: ``DPLogisticRegression``, ``DPLinearSVC`` and ``DPSVC`` at their defaults (Gaussian fits) tuned over C
 with the default method (``auto``, which is ``random`` here): the default exponential selection with
 n_iter = 5 and 10, and random stopping (Papernot & Steinke; ``selection="random-stopping"``, geometric K of
-mean 5 and 10);
-for the logistic model also n_iter = 20 with each; and, as a baseline, no search at all (the estimator at
-its defaults, one fit with the training role's whole budget). The per-fit ε is
+mean 5 and 10); for the logistic model also n_iter = 20 with each; and, as a baseline, no search at all (the
+estimator at its defaults, one fit with the training role's whole budget). The per-fit ε is
 ``PrivateSearchCV.largest_fit_epsilon``: the largest whose up-front training plan fits the budget
 (``best_estimator_`` is the selected candidate's, or run's, own fit, so no refit is paid for); breast cancer
 and a 5 000-row synthetic set (rows scaled to unit norm, a public bound); 20 seeds; test accuracy of the

@@ -132,9 +132,8 @@ def poisson_gaussian_rdp(orders: np.ndarray | None, sample_rate: float, noise_mu
     lattice sums in one and two dimensions (integer shifts off the axes too),
     over a grid of noise scales, sampling rates and orders, find the
     "remove" divergence at most the "add" one and both under this curve. At
-    fractional orders
-    the continuous formula (dp-accounting's ``_compute_log_a_frac``) is not a
-    bound for the lattice: at ``sigma / ||Delta|| = 0.25``, ``q = 0.5``, order 1.5
+    fractional orders the continuous formula (dp-accounting's
+    ``_compute_log_a_frac``) is not a bound for the lattice: at ``sigma / ||Delta|| = 0.25``, ``q = 0.5``, order 1.5
     the exact lattice divergence exceeds it by 3.4e-6 (a coarse grid, far from
     privtune's, but nothing proves the gap away there), hence the interpolation.
     Checked against dp-accounting's integer-order values and the exact lattice
