@@ -133,9 +133,10 @@ def poisson_gaussian_rdp(orders: np.ndarray | None, sample_rate: float, noise_mu
     over a grid of noise scales, sampling rates and orders, find the
     "remove" divergence at most the "add" one and both under this curve. At
     fractional orders the continuous formula (dp-accounting's
-    ``_compute_log_a_frac``) is not a bound for the lattice: at ``sigma / ||Delta|| = 0.25``, ``q = 0.5``, order 1.5
-    the exact lattice divergence exceeds it by 3.4e-6 (a coarse grid, far from
-    privtune's, but nothing proves the gap away there), hence the interpolation.
+    ``_compute_log_a_frac``) is not a bound for the lattice: at
+    ``sigma / ||Delta|| = 0.25``, ``q = 0.5``, order 1.5 the exact lattice
+    divergence exceeds it by 3.4e-6 (a coarse grid, far from privtune's, but
+    nothing proves the gap away there), hence the interpolation.
     Checked against dp-accounting's integer-order values and the exact lattice
     sums in ``tests/accounting/test_subsampled_lattice_rdp.py``.
 
