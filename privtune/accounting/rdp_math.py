@@ -126,12 +126,21 @@ def poisson_gaussian_rdp(orders: np.ndarray | None, sample_rate: float, noise_mu
     in the "add" direction, and increasing in ``||Delta||``. The "remove"
     direction is not covered by that identity (its exponent is negative).
     For the continuous Gaussian, Mironov, Talwar & Zhang prove it is at most
-    the "add" one; privtune has no proof that this carries over to the
-    lattice (which shares the Gaussian's mirror symmetry ``x -> Delta - x``,
-    exchanging the two laws), so it is checked numerically instead: exact
-    lattice sums in one and two dimensions (integer shifts off the axes too),
-    over a grid of noise scales, sampling rates and orders, find the
-    "remove" divergence at most the "add" one and both under this curve. At
+    the "add" one. On the lattice, every dimension reduces exactly to one:
+    the likelihood ratio depends on ``z`` through ``y = <z, Delta>`` only, and
+    ``z -> z - Delta`` maps the fibre of ``y`` onto that of ``y - ||Delta||**2``,
+    multiplying its probability by the ratio. So on each residue class of
+    ``y`` modulo ``||Delta||**2``, ``w = y / ||Delta||**2`` follows a discrete
+    Gaussian on a shifted lattice ``c + Z`` with scale ``s / ||Delta||``
+    (the noise multiplier), and the neighbour is its unit shift; the residue
+    class has the same law on both data sets, so each divergence is at most
+    its largest value over the cosets (joint convexity). The "add" value of
+    every coset is the formula above. That the "remove" value is at most it
+    on every coset is a numerical check, not a proof: exact sums for noise
+    multipliers 0.2 to 10, 40 offsets ``c``, ``q`` from 1e-3 to 0.9 and integer
+    orders 2 to 1024 find it at most 99.997 % of the curve (under 69 % for
+    noise multipliers up to 0.5), and a curve for a rate 10 % too small fails
+    the same check. At
     fractional orders the continuous formula (dp-accounting's
     ``_compute_log_a_frac``) is not a bound for the lattice: at
     ``sigma / ||Delta|| = 0.25``, ``q = 0.5``, order 1.5 the exact lattice
