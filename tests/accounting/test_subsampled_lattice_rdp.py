@@ -25,6 +25,17 @@ from privtune.accounting.events import GaussianEvent, LaplaceEvent, PoissonSampl
 from privtune.accounting.rdp_math import DEFAULT_ORDERS, poisson_gaussian_rdp, rdp_to_epsilon
 
 
+def _lattice_log_p0(s: float, shift, width: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(shift vector, lattice points, log N_{Z^d}(0, s^2) at them) over ``width`` standard deviations (and one
+    more unit per unit of the largest shift) around the origin in every coordinate."""
+    vec = np.atleast_1d(np.asarray(shift, dtype=float))
+    r = int(width * s) + int(width) + int(np.max(np.abs(vec)))
+    axis = np.arange(-r, r + 1, dtype=float)
+    grid = np.stack(np.meshgrid(*([axis] * vec.size), indexing="ij"), axis=-1)
+    log_p0 = -np.sum(grid * grid, axis=-1) / (2 * s * s)
+    return vec, grid, log_p0 - logsumexp(log_p0)
+
+
 def lattice_divergences(s: float, shift: int | tuple[int, ...], q: float, alpha: float,
                         width: float = 60.0) -> tuple[float, float]:
     """Exact D_alpha(mix || mu_0) and D_alpha(mu_0 || mix) on Z^d, mix = (1-q) mu_0 + q mu_shift.
@@ -32,12 +43,7 @@ def lattice_divergences(s: float, shift: int | tuple[int, ...], q: float, alpha:
     ``shift`` is an integer (d = 1) or an integer vector; the sums run over ``width`` standard deviations
     (and one more unit per unit of the largest shift) around the origin in every coordinate.
     """
-    vec = np.atleast_1d(np.asarray(shift, dtype=float))
-    r = int(width * s) + int(width) + int(np.max(np.abs(vec)))
-    axis = np.arange(-r, r + 1, dtype=float)
-    grid = np.stack(np.meshgrid(*([axis] * vec.size), indexing="ij"), axis=-1)
-    log_p0 = -np.sum(grid * grid, axis=-1) / (2 * s * s)
-    log_p0 -= logsumexp(log_p0)
+    vec, grid, log_p0 = _lattice_log_p0(s, shift, width)
     log_p1 = -np.sum((grid - vec) ** 2, axis=-1) / (2 * s * s)
     log_p1 -= logsumexp(log_p1)  # the same normaliser: an integer shift of a lattice sum
     log_mix = np.logaddexp(math.log1p(-q) + log_p0, math.log(q) + log_p1)
@@ -167,13 +173,8 @@ def fibre_mixture(s: float, shift: tuple[int, ...], q: float, alphas: np.ndarray
 
     ``sigma_scale`` != 1 builds a broken twin (the cosets' noise multiplier off by that factor).
     """
-    u = np.asarray(shift, dtype=float)
+    u, grid, log_p0 = _lattice_log_p0(s, shift, width)
     K = int(round(u @ u))
-    r = int(width * s) + int(width) + int(np.max(np.abs(u)))
-    axis = np.arange(-r, r + 1, dtype=float)
-    grid = np.stack(np.meshgrid(*([axis] * u.size), indexing="ij"), axis=-1)
-    log_p0 = -np.sum(grid * grid, axis=-1) / (2 * s * s)
-    log_p0 -= logsumexp(log_p0)
     residue = np.mod(np.rint(grid @ u).astype(np.int64), K)
     log_pi = np.array([logsumexp(log_p0[residue == c]) for c in range(K)])
     sigma = sigma_scale * s / math.sqrt(K)
