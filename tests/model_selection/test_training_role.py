@@ -12,7 +12,14 @@ import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from privtune import BudgetExceededError, InvalidParameterError, PrivateSearchCV, PrivtuneError
-from privtune.accounting import Budget, EpsilonDeltaEvent, LaplaceEvent, RepeatAndSelectEvent
+from privtune.accounting import (
+    Budget,
+    EpsilonDeltaEvent,
+    GaussianEvent,
+    LaplaceEvent,
+    RepeatAndSelectEvent,
+    compose_events,
+)
 from privtune.base import PrivacyTags, get_privacy_tags
 from privtune.model_selection._training import FitTickets, check_training_estimator
 from privtune.space import Categorical, Real
@@ -243,6 +250,78 @@ def test_a_space_over_the_fits_price_is_refused_before_anything_is_spent(method)
                          sensitive="training", epsilon=5.0, n_iter=2, n_candidates=16, random_state=0)
     ok.fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     assert ok.best_params_["epsilon"] in (0.05, 0.1, 0.2)
+
+
+class PricedDP(DeclaredDP):
+    """Declares a Gaussian fit, or a pure-epsilon one with ``kind="pure"`` (``nm`` sets the Gaussian's noise)."""
+
+    def __init__(self, epsilon=0.1, c=1.0, classes=(0, 1), accountant=None, covers="rows", clip="rows",
+                 overcharge=False, fragile=False, kind="gaussian", nm=4.0):
+        super().__init__(epsilon=epsilon, c=c, classes=classes, accountant=accountant, covers=covers, clip=clip,
+                         overcharge=overcharge, fragile=fragile)
+        self.kind = kind
+        self.nm = nm
+
+    def _fit_privacy_event(self):
+        if self.kind == "pure":
+            return EpsilonDeltaEvent(epsilon=self.epsilon, label="one PricedDP fit")
+        return GaussianEvent(noise_multiplier=self.nm, vector=True, label="one PricedDP fit")
+
+    def fit(self, X, y):
+        if self.accountant is not None:
+            self.accountant.spend(self._fit_privacy_event(), phase="fit", role="training")
+        FITS.append(1)
+        self.classes_ = np.asarray(self.classes)
+        self.w_ = float(self.c)
+        return self
+
+
+def test_a_candidate_within_one_fits_budget_but_composing_worse_is_refused():
+    # One Gaussian fit (nm 4) costs about 1.2 at delta 1e-6; a pure fit at epsilon 1 is within that single ticket,
+    # but eight of them cost 8 where eight Gaussian fits cost about 3.9: the plan (8 x the Gaussian) would
+    # under-charge them. Found by an audit (a space over DPLogisticRegression's noise, epsilon and max_iter).
+    X_tr, y_tr, X_v, y_v = _data()
+    est = PricedDP(nm=4.0)
+    one = compose_events([est._fit_privacy_event()], delta=1e-6)
+    assert one.epsilon > 1.0
+    assert compose_events([GaussianEvent(noise_multiplier=4.0, vector=True)] * 8, delta=1e-6).epsilon < 4.5
+    space = {"kind": Categorical(["pure"]), "epsilon": Categorical([1.0]), "c": Real(0.1, 1.0)}
+    FITS.clear()
+    s = PrivateSearchCV(est, space, sensitive="both", epsilon=5.0, delta=1e-6, n_iter=8, n_candidates=8,
+                        refit=False, random_state=0)
+    with pytest.raises(InvalidParameterError, match="does not bound once composed"):
+        s.fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    with pytest.raises(InvalidParameterError, match="does not bound once composed"):
+        s.privacy_plan(n_validation=30)
+    assert FITS == []
+    # more Gaussian noise on the same sensitivity is dominated at every delta: accepted, and charged as planned
+    ok = PrivateSearchCV(PricedDP(nm=4.0), {"nm": Categorical([4.0, 6.0, 9.0]), "c": Real(0.1, 1.0)},
+                         sensitive="both", epsilon=5.0, delta=1e-6, n_iter=4, n_candidates=8, random_state=0)
+    ok.fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert ok.best_params_["nm"] in (4.0, 6.0, 9.0)
+    # less noise than declared is refused (more than one ticket), as before
+    with pytest.raises(InvalidParameterError, match="does not bound once composed"):
+        PrivateSearchCV(PricedDP(nm=4.0), {"nm": Categorical([3.0, 4.0])}, sensitive="both", epsilon=5.0,
+                        delta=1e-6, n_iter=2, n_candidates=2).privacy_plan(n_validation=30)
+
+
+@pytest.mark.parametrize("space,match", [
+    ({"clip": Categorical(["rows", "raise"])}, "clip='rows'"),
+    ({"classes": Categorical([(0, 1), None])}, "declare DeclaredDP's label set"),
+    ({"covers": Categorical(["rows", "labels"])}, "covers the labels only"),
+])
+def test_a_space_cannot_undo_what_the_training_guarantee_rests_on(space, match):
+    # the estimator itself passes check_training_estimator, but a candidate of the space would refuse rows by
+    # value or read the label set off the sensitive rows: refused before anything is read or spent
+    X_tr, y_tr, X_v, y_v = _data()
+    FITS.clear()
+    s = PrivateSearchCV(DeclaredDP(), space, sensitive="both", epsilon=5.0, n_iter=2, n_candidates=2,
+                        random_state=0)
+    with pytest.raises(InvalidParameterError, match=match) as info:
+        s.fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert "The search space's candidate" in str(info.value)
+    assert FITS == []
+    assert not hasattr(s, "ledger_")
 
 
 def test_fit_tickets_refuse_a_fit_beyond_the_plan():
