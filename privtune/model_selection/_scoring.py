@@ -107,6 +107,13 @@ class BoundedScorer:
     proven : BoundedScorer or None
         For a built-in scorer with a declared ``score_sensitivity``: the same
         scorer with its own rule, a floor for the declared value.
+    n_classes : int or None
+        ``"balanced"``: the public K that the sensitivity ``2 / (K * M)`` was
+        computed with (set by the search with :meth:`with_n_classes`). The
+        recalls are averaged over ``max(K, len(classes_))`` classes, a class
+        the model lacks counting 0, so that a model with fewer classes than K
+        (e.g. a semi-supervised model dropping the unlabelled marker ``-1``)
+        cannot move the score by more than the declared sensitivity.
     """
 
     name: str
@@ -120,6 +127,11 @@ class BoundedScorer:
     row_worst: float = 0.0
     aggregate: str = "mean"
     proven: BoundedScorer | None = None
+    n_classes: int | None = None
+
+    def with_n_classes(self, n_classes: int) -> BoundedScorer:
+        """This scorer, averaging balanced accuracy over at least the ``n_classes`` its sensitivity assumes."""
+        return dataclasses.replace(self, n_classes=int(n_classes))
 
     def __call__(self, estimator: Any, X: Any, y: Any) -> float:
         """The clipped, row-isolated score; never raises or warns because of a row of ``X`` or ``y``.
@@ -142,8 +154,7 @@ class BoundedScorer:
         if self.row_term is not None:
             terms = isolated_row_values(
                 lambda idx: self.row_term(estimator, take_rows(X, idx), y[idx]), m, self.row_worst)
-            v = _balanced_mean(estimator, y, terms, self.min_class_size) if self.aggregate == "balanced" \
-                else float(np.mean(terms))
+            v = self._aggregate(estimator, y, terms)
         elif self.rule == "mean":  # a user callable declared to be a mean of per-row terms
             func = self.score_func
             lo = self.bounds[0]
@@ -161,6 +172,11 @@ class BoundedScorer:
             return self.bounds[0]
         return min(self.bounds[1], max(self.bounds[0], v))
 
+    def _aggregate(self, estimator: Any, y: np.ndarray, terms: np.ndarray) -> float:
+        if self.aggregate == "balanced":
+            return _balanced_mean(estimator, y, terms, self.min_class_size, self.n_classes)
+        return float(np.mean(terms))
+
     def score_public(self, estimator: Any, X: Any, y: Any) -> float:
         """The same score without row isolation, for data that is not a private release (e.g. a test set).
 
@@ -173,8 +189,7 @@ class BoundedScorer:
         if self.row_term is not None:
             terms = np.asarray(self.row_term(estimator, X, y), dtype=float)
             terms = np.where(np.isfinite(terms), terms, self.row_worst)
-            v = _balanced_mean(estimator, y, terms, self.min_class_size) if self.aggregate == "balanced" \
-                else float(np.mean(terms))
+            v = self._aggregate(estimator, y, terms)
         else:
             v = float(self.score_func(estimator, X, y))
         if not math.isfinite(v):
@@ -234,17 +249,25 @@ def _neg_log_loss_terms(est: Any, X: Any, y: np.ndarray, *, cap: float) -> np.nd
     return -loss
 
 
-def _balanced_mean(est: Any, y: np.ndarray, correct: np.ndarray, min_class_size: int | None) -> float:
-    """Mean over the estimator's (public) classes of TP_c / max(n_c, M)."""
+def _balanced_mean(est: Any, y: np.ndarray, correct: np.ndarray, min_class_size: int | None,
+                   n_classes: int | None = None) -> float:
+    """Mean of TP_c / max(n_c, M) over the estimator's (public) classes, over at least ``n_classes`` of them.
+
+    Replacing one row changes at most two classes' terms, each by at most
+    ``1 / M``, so the mean over ``k`` classes moves by at most ``2 / (k M)``.
+    The sensitivity was declared with the public K (``n_classes``), so the sum
+    is divided by ``max(K, len(classes_))``: a model with fewer classes than K
+    scores as if its missing classes had recall 0 (it never predicts them).
+    """
     classes = getattr(est, "classes_", None)
     if classes is None or len(classes) == 0:
         return math.nan  # not a classifier with a public class set: the lower bound, whatever the rows
     index, inside = match_declared_labels(y, np.asarray(classes))  # entry by entry: no label can raise here
-    recalls = []
+    total = 0.0
     for j in range(len(classes)):
         mask = inside & (index == j)
-        recalls.append(float(np.sum(correct[mask])) / max(int(mask.sum()), int(min_class_size or 1)))
-    return float(np.mean(recalls))
+        total += float(np.sum(correct[mask])) / max(int(mask.sum()), int(min_class_size or 1))
+    return total / max(len(classes), int(n_classes or 0))
 
 
 def make_bounded_scorer(

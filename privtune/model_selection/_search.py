@@ -418,6 +418,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         # K from the training labels only when they are public *and* apart from the validation rows: before a
         # validation_size split, y still holds the validation labels (K must not depend on them).
         n_classes = self._n_classes(cfg, y_tr if X_v is not None else None)
+        if scorer.aggregate == "balanced":  # the score averages over at least the K its sensitivity assumes
+            scorer = scorer.with_n_classes(n_classes)
         if k is not None:
             if X_v is not None:
                 raise InvalidParameterError("Pass either cv or X_val/y_val to PrivateSearchCV.fit, not both.")

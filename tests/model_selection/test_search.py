@@ -441,6 +441,34 @@ def test_balanced_accuracy_class_count_never_reads_validation_labels():
     assert apart.score_sensitivity_ == pytest.approx(2 / (3 * 10))
 
 
+def test_balanced_accuracy_averages_over_the_k_its_sensitivity_assumes():
+    """K counts the public training labels, but a model may know fewer classes (scikit-learn's semi-supervised
+    models drop the unlabelled marker -1): averaging recalls over its own classes_ let one replaced validation row
+    move the score by 2 / (2 M) against a declared 2 / (3 M). Found by an audit; every neighbour is checked."""
+    from sklearn.semi_supervised import LabelSpreading
+
+    rng = np.random.default_rng(1)
+    M = 10
+    X = rng.normal(size=(120, 2))
+    y = (X[:, 0] > 0).astype(int)
+    y_tr = np.where(rng.random(60) < 0.3, -1, y[:60])  # some training rows unlabelled
+    X_v, y_v = X[60:90], y[60:90]
+    s = PrivateSearchCV(LabelSpreading(), {"gamma": Real(1.0, 20.0, log=True)}, method="random", epsilon=1.0,
+                        n_iter=2, n_candidates=4, scoring="balanced_accuracy", min_class_size=M, random_state=0)
+    s.fit(X[:60], y_tr, X_val=X_v, y_val=y_v)
+    assert s.score_sensitivity_ == pytest.approx(2 / (3 * M))
+    model = LabelSpreading(gamma=s.best_params_["gamma"]).fit(X[:60], y_tr)
+    assert list(model.classes_) == [0, 1]
+    base = s.scorer_(model, X_v, y_v)
+    worst = 0.0
+    for i in range(len(y_v)):  # replace one validation row: its label, or the row itself by another of the pool
+        for x_new, y_new in [(X_v[i], 1 - y_v[i]), (X[90 + i], y[90 + i]), (X_v[i], -1)]:
+            Xn, yn = X_v.copy(), y_v.copy()
+            Xn[i], yn[i] = x_new, y_new
+            worst = max(worst, abs(s.scorer_(model, Xn, yn) - base))
+    assert 0 < worst <= s.score_sensitivity_ + 1e-12
+
+
 @pytest.mark.filterwarnings("ignore::privtune.exceptions.LowUtilityWarning")
 def test_score_bounds_far_from_zero_never_make_the_release_refuse():
     """The exact Laplace sampler refuses |value| / grid >= 2**51. A score released as is, with declared bounds far
