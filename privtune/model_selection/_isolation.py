@@ -43,7 +43,9 @@ def _evaluate_block(evaluate: Callable[[np.ndarray], Any], idx: np.ndarray) -> n
     """The block's values as a float array of shape (len(idx),), or None if the call failed."""
     try:
         values = np.asarray(evaluate(idx), dtype=float)
-    except Exception:  # noqa: BLE001 - any failure (its text may quote data) only triggers isolation
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # noqa: BLE001 - any failure (its text may quote data) only triggers isolation
         return None
     if values.shape != (idx.shape[0],):
         return None
@@ -110,17 +112,39 @@ def isolated_row_values(
     return out
 
 
+def _inert(value: Any, depth: int = 0) -> bool:
+    """Whether a fitted attribute is plain data (no method that could read the rows given to a scorer)."""
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes, np.generic)):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype != object
+    if isinstance(value, (tuple, list)) and depth < 3:
+        return all(_inert(v, depth + 1) for v in value)
+    if isinstance(value, dict) and depth < 3:
+        return all(_inert(k, depth + 1) and _inert(v, depth + 1) for k, v in value.items())
+    return False
+
+
 class IsolatedEstimator:
     """A read-only view of a fitted estimator whose prediction methods isolate failing rows.
 
-    Used for callable scorers that cannot be evaluated row by row (a declared
-    ``score_sensitivity``): the callable receives this view instead of the
+    Used for callable scorers: the callable receives this view instead of the
     estimator, so that one row on which the estimator raises or returns a
     non-finite value changes only that row's prediction. A failing row gets a
     fixed fallback output: for ``predict`` the first of ``classes_`` (classifiers)
     or ``0.0``; for ``predict_proba`` the uniform distribution; for
-    ``predict_log_proba`` its log; for ``decision_function`` zeros. Every other
-    attribute is the estimator's own.
+    ``predict_log_proba`` its log; for ``decision_function`` zeros. ``score``
+    is scikit-learn's default (accuracy for a classifier, R² for a regressor)
+    computed from the isolated ``predict``.
+
+    Nothing else reaches the estimator: besides these methods the view serves
+    ``__sklearn_tags__`` and ``_estimator_type`` (so scikit-learn's scorer
+    objects work on it) and fitted attributes that are plain data (numbers,
+    strings, arrays, and tuples, lists or dicts of them). Any other attribute --
+    ``transform``, ``score_samples``, a pipeline's ``named_steps``, an inner
+    estimator -- raises ``AttributeError`` whatever the rows, since calling it
+    would bypass the isolation (one row that makes it raise would move the
+    whole score).
 
     A declared ``score_sensitivity`` must therefore cover an arbitrary change of
     one row's prediction (including to the fallback), which is what a
@@ -128,6 +152,7 @@ class IsolatedEstimator:
     """
 
     _METHODS = ("predict", "predict_proba", "predict_log_proba", "decision_function")
+    _TAGS = ("__sklearn_tags__", "_estimator_type", "_get_tags", "_more_tags")
 
     def __init__(self, estimator: Any) -> None:
         object.__setattr__(self, "_estimator", estimator)
@@ -135,8 +160,38 @@ class IsolatedEstimator:
     def __getattr__(self, name: str) -> Any:
         if name in self._METHODS:
             method = getattr(self._estimator, name)  # AttributeError if the estimator lacks it
-            return lambda X: self._isolated(name, method, X)
-        return getattr(self._estimator, name)
+
+            def isolated(X: Any) -> np.ndarray:
+                return self._isolated(name, method, X)
+
+            isolated.__name__ = name  # scikit-learn's scorers look the response method up by name
+            return isolated
+        if name == "score":
+            return self._score
+        if name in self._TAGS:
+            return getattr(self._estimator, name)
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = getattr(self._estimator, name)
+        if _inert(value):
+            return value
+        raise AttributeError(
+            f"IsolatedEstimator serves the fitted model's prediction methods ({', '.join(self._METHODS)}), score "
+            f"and plain fitted attributes only, not {name!r}: calling the estimator otherwise would bypass row "
+            "isolation (one row that makes it raise would move the whole score).")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("IsolatedEstimator is read-only.")
+
+    def _score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        from sklearn.base import is_classifier, is_regressor
+        from sklearn.metrics import accuracy_score, r2_score
+
+        if is_classifier(self._estimator):
+            return float(accuracy_score(y, self.predict(X), sample_weight=sample_weight))
+        if is_regressor(self._estimator):
+            return float(r2_score(y, self.predict(X), sample_weight=sample_weight))
+        raise AttributeError("IsolatedEstimator.score is available for classifiers and regressors only.")
 
     def _fallback(self, name: str, n_columns: int | None) -> Any:
         classes = getattr(self._estimator, "classes_", None)
@@ -155,7 +210,9 @@ class IsolatedEstimator:
         def call(idx: np.ndarray | None) -> np.ndarray | None:
             try:
                 out = np.asarray(method(X if idx is None else take_rows(X, idx)))
-            except Exception:  # noqa: BLE001 - isolate below
+            except KeyboardInterrupt:
+                raise
+            except BaseException:  # noqa: BLE001 - isolate below (SystemExit, a timeout's exception, ...)
                 return None
             if out.shape[:1] != ((n if idx is None else idx.shape[0]),):
                 return None

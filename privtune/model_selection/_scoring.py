@@ -40,9 +40,16 @@ to single rows, and each failing row gets the scorer's **worst per-row value**
 (wrong for accuracy and balanced accuracy, the capped loss ``C`` for log loss).
 The per-row log loss is clipped to ``[0, C]`` (a probability above 1 cannot
 earn a negative loss). A callable scorer with the default rule (a mean of
-per-row terms in the declared bounds) is evaluated the same way, as a mean over
-blocks: one row on which the call raises or returns a non-finite value gets the
-lower bound for its own term. A callable with a declared ``score_sensitivity``
+per-row terms in the declared bounds) receives the
+:class:`~privtune.model_selection._isolation.IsolatedEstimator` view below (so
+a row on which the *estimator* fails changes that row's prediction only) and is
+evaluated as a mean over blocks: if the call itself raises or returns a
+non-finite value, the rows are split in halves down to single rows, and a row on
+which it still fails gets the lower bound for its own term. The declaration "a
+mean of per-row terms" therefore includes that the callable can score any
+non-empty subset of the rows, single rows included (scikit-learn's
+``log_loss`` cannot without its ``labels`` argument: a block of one class
+raises, and such a callable is not a mean of per-row terms). A callable with a declared ``score_sensitivity``
 (not necessarily a mean) is called once, on an
 :class:`~privtune.model_selection._isolation.IsolatedEstimator` view whose
 prediction methods give a failing row a fixed fallback output; the declared
@@ -158,15 +165,17 @@ class BoundedScorer:
         elif self.rule == "mean":  # a user callable declared to be a mean of per-row terms
             func = self.score_func
             lo = self.bounds[0]
+            view = IsolatedEstimator(estimator)  # the estimator's failures stay on their own rows
             terms = isolated_row_values(
-                lambda idx: np.full(idx.shape[0], _clipped(func(estimator, take_rows(X, idx), y[idx]),
-                                                           self.bounds)),
+                lambda idx: np.full(idx.shape[0], _clipped(func(view, take_rows(X, idx), y[idx]), self.bounds)),
                 m, lo, attributable=False)
             v = float(np.mean(terms))
         else:  # a declared sensitivity: one call on a row-isolating view of the estimator
             try:
                 v = float(self.score_func(IsolatedEstimator(estimator), X, y))
-            except Exception:  # noqa: BLE001 - the detail may quote data; never kept
+            except KeyboardInterrupt:
+                raise
+            except BaseException:  # noqa: BLE001 - the detail may quote data; never kept (SystemExit too)
                 v = math.nan
         if not math.isfinite(v):
             return self.bounds[0]

@@ -528,7 +528,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                 est.fit(Xa, ya, **fit_params)
             except (BudgetExceededError, LedgerError):
                 raise  # a fit charging more than it declared: a contract violation, never turned into a score
-            except Exception as exc:  # noqa: BLE001 - its text may quote data values; never kept
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - its text may quote data values; never kept
                 if error_score == "raise":  # only with public training data (refused otherwise)
                     raise CandidateFitError(
                         f"Fitting the candidate {dict(params)!r} failed with {type(exc).__name__} "
@@ -673,14 +675,17 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                     best.fit(X_tr, y_tr, **fit_params)
             except (BudgetExceededError, LedgerError):
                 raise
-            except Exception as exc:  # noqa: BLE001
+            except KeyboardInterrupt:
+                raise
+            except BaseException:  # noqa: BLE001
                 if train_acc is None:
                     raise  # public training data: the estimator's own error is a function of public inputs only
-                # sensitive training rows: the estimator's text may quote them; never repeated
+                # sensitive training rows: the estimator's text (and which exception it raised) may depend on
+                # them; never repeated
                 raise CandidateFitError(
-                    f"Refitting the released choice {self.best_params_!r} on the training data failed with "
-                    f"{type(exc).__name__}; the release itself stands (best_params_, best_score_). Fit it yourself "
-                    "to see the error, or pass refit=False.") from None
+                    f"Refitting the released choice {self.best_params_!r} on the sensitive training data failed; "
+                    "the release itself stands (best_params_, best_score_). Fit it yourself to see the error, or "
+                    "pass refit=False.") from None
             if train_acc is None:  # public training data: the refit's time is a function of public inputs
                 self.refit_time_ = time.perf_counter() - t0
             seeder.unseed(best, derived)

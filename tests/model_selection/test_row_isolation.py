@@ -166,7 +166,7 @@ def _mean_callable(est, X, y):
 
 def test_a_mean_callable_is_evaluated_by_blocks_with_isolation():
     X, y = _val()
-    Xp, yp = _poisoned(X, y)
+    Xp, yp = _poisoned(X, y, label=1)  # the view's fallback label for the failing row is 0: one wrong term
     scorer = make_bounded_scorer(_mean_callable, score_bounds=(0.0, 1.0))
     est = _fitted("raise")
     assert scorer(est, X, y) == 1.0
@@ -188,6 +188,86 @@ def test_a_callable_with_declared_sensitivity_sees_an_isolating_view():
     v = scorer(est, Xp, yp)
     assert seen == ["IsolatedEstimator"]
     assert 0.0 < v <= 1.0  # the poisoned row got the fallback label; the score did not collapse to the bound
+
+
+def test_a_mean_callable_that_cannot_score_single_class_blocks_still_isolates_a_failing_estimator():
+    """A callable declared as a mean of per-row terms got the estimator itself: one row on which predict_proba
+    raised failed the whole call, and blocks of one class (on which log_loss raises) were scored at the lower bound
+    all the way down: 49 times the declared sensitivity with rows sorted by label (found by an audit). The callable
+    now gets the isolating view, so the estimator's failure stays on its row."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import log_loss
+
+    def clipped_nll(est, X, y):  # per-row terms in [0, log 1000]
+        return -log_loss(y, np.clip(est.predict_proba(X), 1e-3, 1.0))
+
+    rng = np.random.default_rng(0)
+    X_tr = rng.normal(size=(200, 2))
+    est = LogisticRegression().fit(X_tr, (X_tr[:, 0] > 0).astype(int))
+    m = 100
+    X, y = rng.normal(size=(m, 2)), None
+    y = (X[:, 0] > 0).astype(int)
+    order = np.argsort(y, kind="stable")
+    X, y = X[order], y[order]
+    scorer = make_bounded_scorer(clipped_nll, score_bounds=(-math.log(1000), 0.0))
+    base = scorer(est, X, y)
+    for row in (0, 7, 60, 99):
+        X2 = X.copy()
+        X2[row, 0] = np.nan  # LogisticRegression.predict_proba raises on the whole batch
+        assert abs(scorer(est, X2, y) - base) <= scorer.sensitivity(m) + 1e-12
+
+
+def test_the_isolating_view_serves_no_method_that_bypasses_isolation():
+    """``est.score`` (and any other method) on the view reached the real estimator: one poisoned row made it raise
+    and the whole score fell to the bound (100 times the declared sensitivity; found by an audit)."""
+    from sklearn.metrics import get_scorer
+
+    X, y = _val()
+    Xp, yp = _poisoned(X, y, row=3, label=1)
+    est = _fitted("raise")
+    view = IsolatedEstimator(est)
+    assert view.score(X, y) == 1.0
+    assert view.score(Xp, yp) == pytest.approx(19 / 20)  # the poisoned row gets the fallback label 0: wrong
+    assert get_scorer("accuracy")(view, Xp, yp) == pytest.approx(19 / 20)  # scikit-learn's scorers work on it
+    for name in ("fit", "set_params", "get_params", "_bad", "transform"):
+        with pytest.raises(AttributeError):
+            getattr(view, name)
+    assert view.calls_ == est.calls_ and view.mode == "raise"  # plain fitted data is served
+    with pytest.raises(AttributeError):
+        view.mode = "nan"
+    scorer = make_bounded_scorer(lambda e, X, y: e.score(X, y), score_bounds=(0.0, 1.0), score_sensitivity=1 / 20)
+    assert abs(scorer(est, Xp, yp) - scorer(est, X, y)) <= 1 / 20 + 1e-12
+
+
+class ExitsOnPoison(Fragile):
+    """Raises SystemExit (a BaseException, as a timeout wrapper's exception may be) on a poisoned row."""
+
+    def predict(self, X):
+        if self._bad(np.asarray(X, dtype=float)).any():
+            raise SystemExit("a row broke predict")
+        return super().predict(X)
+
+
+class ExitsInFit(Fragile):
+    def fit(self, X, y):
+        if np.any(np.asarray(X)[:, 0] > 100):
+            raise SystemExit("a row broke fit")
+        return super().fit(X, y)
+
+
+def test_an_exception_outside_exception_is_isolated_too():
+    """A BaseException (SystemExit, a timeout's exception) from predict or fit escaped the search after its charge:
+    whether the search aborted depended on one row (found by an audit)."""
+    X, y = _val()
+    Xp, yp = _poisoned(X, y, row=3, label=1)
+    est = ExitsOnPoison().fit(X, y)
+    assert make_bounded_scorer("accuracy")(est, Xp, yp) == pytest.approx(19 / 20)
+    assert make_bounded_scorer(_mean_callable, score_bounds=(0.0, 1.0))(est, Xp, yp) == pytest.approx(19 / 20)
+    Xt, yt = _poisoned(*_val(20, seed=1), row=0)
+    s = PrivateSearchCV(ExitsInFit(), {"k": Categorical([0, 1])}, method="random", n_iter=2, n_candidates=2,
+                        epsilon=1.0, random_state=0, refit=False)
+    s.fit(Xt, yt, X_val=X, y_val=y)  # both candidates' fits fail: each scores the lower bound, nothing escapes
+    assert s.best_params_ in ({"k": 0}, {"k": 1})
 
 
 def test_isolated_view_gives_failing_rows_the_documented_fallbacks():
