@@ -391,6 +391,20 @@ def test_report_rerenders_a_stored_study(small_config, capsys):
 
 
 # -- demo ---------------------------------------------------------------------------------------------
+def test_demo_split_never_reads_labels():
+    """The demo's split used stratify=y: which rows became public training rows depended on the sensitive
+    validation labels (found by an audit). Any change of labels now leaves every part's rows where they were."""
+    from privtune.cli import _demo_split
+
+    X = np.arange(400, dtype=float).reshape(200, 2)
+    y = (np.arange(200) % 3 == 0).astype(int)
+    parts = _demo_split(X, y)
+    flipped = _demo_split(X, 1 - y)
+    for a, b in zip(parts[:3], flipped[:3], strict=True):
+        assert np.array_equal(a, b)
+    assert sum(len(p) for p in parts[:3]) == 200
+
+
 def test_demo_writes_study_and_report(tmp_path, capsys):
     out = tmp_path / "demo"
     args = ["demo", "--quiet", "--out", str(out), "--n-iter", "5", "--n-candidates", "32"]
