@@ -9,6 +9,7 @@ what it exposes afterwards in ``_results.py``, input checks in ``_inputs.py``.
 from __future__ import annotations
 
 import contextlib
+import copy
 import datetime
 import threading
 import time
@@ -538,15 +539,21 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                         "error; privtune never repeats an estimator's message, which may quote data values."
                     ) from None
                 return scorer.bounds[0]  # the training data alone decides this (public, or covered by a DP fit)
-            if runs is not None:
-                runs.last = est
-            elif fitted_lock is not None:
-                with fitted_lock:
-                    fitted[_params_key(params)] = est
+            if runs is not None or fitted_lock is not None:
+                # The model that may become best_estimator_ is a copy taken *before* any validation row reaches
+                # it: an estimator that keeps state from predict (a cache, a call counter) would otherwise hand
+                # the sensitive validation rows back with the released model. It carries no derived seed.
+                kept = copy.deepcopy(est)
+                seeder.unseed(kept, derived)
+                if runs is not None:
+                    runs.last = kept
+                else:
+                    with fitted_lock:  # type: ignore[union-attr]
+                        fitted[_params_key(params)] = kept
             try:
                 return scorer(est, Xb, yb)  # row-isolated: one validation row moves only its own term
             finally:
-                seeder.unseed(est, derived)  # a kept model carries no derived seed (see _seeding)
+                seeder.unseed(est, derived)
 
         def objective(params: Mapping[str, Any]) -> float:
             if runs is not None:

@@ -150,8 +150,8 @@ def test_random_stopping_takes_gaussian_fits_through_their_rdp_curve():
     expected = compose_events([train.event], delta=1e-6)
     assert s.privacy_spent_["training"] == expected == plan["training_total"]
     assert 0.1 < expected.epsilon < 1.0 and expected.delta == pytest.approx(1e-6)
-    # best_estimator_ is one of the runs' own fits (no refit: every fit is a run)
-    assert any(f is s.best_estimator_ for f in FITS)
+    # best_estimator_ is (a copy, taken before scoring, of) one of the runs' own fits (no refit: every fit is a run)
+    assert any(f.w_ == s.best_estimator_.w_ for f in FITS) and all(f is not s.best_estimator_ for f in FITS)
     too_much = PrivateSearchCV(GaussianDeclared(epsilon=0.9), SPACE, sensitive="both", epsilon=1.0, delta=1e-6,
                                n_iter=4, n_candidates=4, method_params={"selection": "random-stopping"})
     FITS.clear()
@@ -180,7 +180,7 @@ def test_random_stopping_keeps_the_selected_runs_own_fit():
                             random_state=seed).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
         scores = [f.score(X_v, y_v) for f in FITS]
         assert len(FITS) > 2  # some candidate ran more than once
-        assert s.best_estimator_ is FITS[int(np.argmax(scores))]
+        assert s.best_estimator_.w_ == FITS[int(np.argmax(scores))].w_  # a copy of it, taken before scoring
 
 
 def test_random_stopping_refuses_fits_without_a_pure_or_rdp_bound():
@@ -401,6 +401,26 @@ def test_best_estimator_is_the_selected_candidates_own_fit_when_nothing_else_can
     assert [e.phase for e in s.training_accountant_.entries] == ["fits"]
     assert s.best_estimator_.c == s.best_params_["c"] and s.best_estimator_.w_ == float(s.best_params_["c"])
     assert isinstance(s.best_estimator_.accountant, type(FitTickets(Budget(0.1, 0.0), 1).accountant()))
+
+
+class RemembersPredictions(DeclaredDP):
+    """Keeps the rows its predict saw (state from predict, as a cache would)."""
+
+    def predict(self, X):
+        self.seen_ = np.asarray(X).copy()
+        return super().predict(X)
+
+
+@pytest.mark.parametrize("stopping", [False, True])
+def test_the_reused_fit_never_holds_state_from_scoring_the_validation_rows(stopping):
+    """best_estimator_ was the very object scored on the sensitive validation rows, so an estimator keeping state
+    from predict released them with the model (found by an audit). The kept model is copied before scoring."""
+    X_tr, y_tr, X_v, y_v = _data()
+    kw = {"method_params": {"selection": "random-stopping"}} if stopping else {}
+    s = PrivateSearchCV(RemembersPredictions(epsilon=0.1), SPACE, sensitive="both", epsilon=1.0, delta=1e-6,
+                        n_iter=3, n_candidates=4, random_state=0, **kw).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert [e.phase for e in s.training_accountant_.entries][-1] != "refit"  # the selected fit itself is kept
+    assert not hasattr(s.best_estimator_, "seen_")
 
 
 def test_a_refit_is_still_planned_where_the_selected_fit_is_not_the_refit():
