@@ -559,7 +559,11 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             if runs is not None:
                 runs.last = None  # a fit that raises leaves no model for this run
             run = 0
-            if evaluate_here:  # in this process, one evaluation at a time: the count is deterministic
+            # In this process, one evaluation at a time, the count is deterministic; it is public for every method
+            # but the raw-score ones, whose visits to a candidate follow the raw scores (a lipschitz final batch
+            # seeded by it fitted each candidate differently on neighbouring sets): there a candidate's fit is
+            # always run 0's, f(lambda) one fixed function as their analysis assumes.
+            if evaluate_here and method.name not in _RAW_TRAJECTORY:
                 key = _params_key(params)
                 run = runs_of.get(key, 0)
                 runs_of[key] = run + 1

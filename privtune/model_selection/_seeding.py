@@ -10,7 +10,10 @@ parameter (nested ones included, ``step__random_state``) that the user left at
 ``None`` gets a seed derived from the search's stored seeds and the fit's
 identity: its role (a candidate fit, the refit, a screening fit), the
 candidate's hyperparameters, the fold and, for a candidate run more than once
-in this process (random stopping), the run's number. The seed never depends on
+in this process (random stopping), the run's number -- never for the raw-score
+methods (``gp-ucb``, ``gp-ucb-exact``, ``lipschitz``), whose visits to a
+candidate follow the raw scores: there every fit of a candidate is run 0's. The
+seed never depends on
 the order in which workers finish. Parameters the user set are never changed,
 and the derived ones are put back to ``None`` once the fit is done, so that a
 returned model (or a clone of it fitted later) carries no seed the user did not

@@ -181,3 +181,43 @@ def test_fit_seeds_depend_on_the_fit_and_only_fill_unset_parameters():
     assert FitSeeder([1, 2], active=False).seed(RandomForestClassifier(), CANDIDATE, {}) == []
     assert explicit_random_states(pipe()) == ["randomforestclassifier-2__random_state"]
     assert explicit_random_states(RandomForestClassifier(), ["random_state", "max_depth"]) == ["random_state"]
+
+
+@pytest.mark.parametrize("method", ["gp-ucb", "lipschitz"])
+def test_a_raw_score_method_fits_each_candidate_with_one_seed_however_often_it_visits_it(method):
+    """The run number in a fit's seed counted visits to a candidate, which for the raw-score methods follow the raw
+    scores: lipschitz's final batch fitted a candidate visited once with another seed than one never visited, so each
+    candidate's utility came from different models on neighbouring validation sets (found by an audit)."""
+    from sklearn.base import BaseEstimator, ClassifierMixin
+
+    seeds: dict[float, set] = {}
+
+    class Recorder(ClassifierMixin, BaseEstimator):
+        def __init__(self, alpha=1.0, random_state=None):
+            self.alpha = alpha
+            self.random_state = random_state
+
+        def fit(self, X, y):
+            seeds.setdefault(round(float(self.alpha), 9), set()).add(self.random_state)
+            self.classes_ = np.array([0, 1])
+            return self
+
+        def predict(self, X):
+            return (np.asarray(X)[:, 0] > 0).astype(int)
+
+        def predict_proba(self, X):
+            p = 1.0 / (1.0 + np.exp(-3.0 * np.asarray(X)[:, 0]))
+            return np.column_stack([1.0 - p, p])
+
+    X, y = _data()
+    space = {"alpha": Real(0.5, 2.0)}
+    kw = {}
+    if method == "lipschitz":
+        kw = dict(scoring=lambda est, X, y: -float(np.mean(est.predict(X) != y)), score_bounds=(-1.0, 0.0),
+                  method_params=dict(regularization="alpha", lambda_bounds=(0.5, 2.0), lipschitz=0.25,
+                                     loss_bound=1.0))
+    s = PrivateSearchCV(Recorder(), space, method=method, n_iter=6, n_candidates=3, epsilon=1.0, delta=1e-6,
+                        random_state=0, refit=False, **kw)
+    s.fit(X[:120], y[:120], X_val=X[120:], y_val=y[120:])
+    assert sum(len(v) for v in seeds.values()) == len(seeds)  # one seed per candidate
+    assert any(isinstance(v, int) for ss in seeds.values() for v in ss)  # the fits were seeded
