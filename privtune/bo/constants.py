@@ -27,11 +27,12 @@ Algorithm 2 (noise-free observations; de Freitas et al. 2012 constants A, tau)::
 
 Algorithm 3 (Lipschitz and convex, pure epsilon-DP; score units, not GP units)::
 
-    sensitivity = min(g* / m, 2 L / (m lambda_min)) + (lambda_max - lambda_min) L / (lambda_max lambda_min)
+    sensitivity = g* / m + (lambda_max - lambda_min) L / (lambda_max lambda_min)
     b = sensitivity / epsilon
 
-    (The paper's per-lambda term is L / (m lambda_min); under replace-one both the removed and the added record
-    move the score, so it is 2 L / (m lambda_min): see :func:`lipschitz_constants`.)
+    (The paper's per-lambda term is min(g* / m, L / (m lambda_min)). privtune uses g* / m alone: the
+    L / (m lambda_min) branch needs every validation record to have ||x|| <= 1 and the same g(0, x, y), which
+    privtune cannot enforce on sensitive rows: see :func:`lipschitz_constants`.)
 """
 
 from __future__ import annotations
@@ -171,21 +172,41 @@ def lipschitz_constants(
 ) -> dict[str, float]:
     """The constants of Kusner et al. Algorithm 3 (Theorem 7 and Chaudhuri & Vinterbo 2013), corrected.
 
-    The per-lambda sensitivity (the score of one fixed lambda when one
-    validation record is replaced, the trained weights w_lambda fixed) is
-    ``min(g*/m, 2 L / (m lambda_min))``, twice the paper's ``L / (m lambda_min)``.
-    Why: with g(w, x, y) = phi(y w^T x) a margin loss, L-Lipschitz in w, and
-    ``||w_lambda|| <= 1 / lambda``, ``||x|| <= 1``,
-    ``g(w, x, y) - g(w, x', y') = [g(w, x, y) - g(0, x, y)] - [g(w, x', y') - g(0, x', y')]``
-    because ``g(0, ., .) = phi(0)`` does not depend on the record; each bracket is
-    at most ``L ||w|| <= L / lambda_min``, so the mean over m records moves by at
-    most ``2 L / (m lambda_min)``. The paper's constant accounts for only one
-    of the two records. Counterexample to it: lambda_min = 4, L = g* = 1, the
-    hinge-type g = clip(0.5 - y w^T x, 0, 1), w = e1 / 4, V = {(e1, +1)},
-    V' = {(e1, -1)}: g moves from 0.25 to 0.75, i.e. the score by 0.5 / m, while
-    L / (m lambda_min) = 0.25 / m. The assumption that g(0, x, y) is the same for
-    every record holds for every margin loss; declare ``loss_bound`` (g*) for
-    losses where it does not.
+    The per-lambda sensitivity (how far the score of one fixed lambda, the
+    trained weights w_lambda fixed, moves when one validation record is
+    replaced) is ``g* / m``, for every record whatever it is: the score is a
+    mean of m per-row losses in ``[0, g*]`` (``PrivateSearchCV`` refuses a
+    scorer whose own replace-one sensitivity exceeds ``g* / m``), and a record
+    on which the estimator or scorer fails keeps a term in that range (row
+    isolation; a failing row of a built-in scorer gets the worst value ``g*``).
+
+    **Deviation from the paper.** Theorem 7 (with Chaudhuri & Vinterbo 2013)
+    uses ``min(g* / m, L / (m lambda_min))``. Its second branch (which would
+    be ``2 L / (m lambda_min)`` under replace-one, since both the removed and
+    the added record move the score) rests on two facts about *every*
+    validation record: ``||x|| <= 1``, so that ``|g(w, x, y) - g(0, x, y)| <=
+    L ||w|| <= L / lambda_min``, and ``g(0, x, y) = phi(0)`` the same for every
+    record (a margin loss). privtune can enforce neither on the sensitive
+    validation rows: they are never norm-clipped (an estimator's own
+    preprocessing decides its feature space), and a row on which
+    ``predict``/``predict_proba`` raises or returns NaN is given ``g*`` by row
+    isolation, whatever w is, so ``g(0, x_bad, y) = g* != phi(0)``. One such
+    row moves the score by up to ``g* / m``: with ``L = 1``, ``lambda_min = 1``,
+    ``g* = 10``, ``m = 100`` a NaN row, or a row of norm 100, moved the released
+    score by 0.094 where ``2 L / (m lambda_min) + path`` allowed 0.021. So the
+    branch is dropped; it was never the smaller one when ``g* <= 2 L / lambda_min``.
+
+    The path term ``(lambda_max - lambda_min) L / (lambda_max lambda_min)``
+    (strong convexity: ``||w_lambda - w_lambda'|| <= (lambda' - lambda) /
+    (lambda lambda')``, then L-Lipschitz g) is kept as the paper states it. It
+    bounds how far the score of one data set moves between two lambdas, and so
+    needs the declared L to hold on the validation records as well: it remains a
+    declaration about the data (rows inside the domain on which g is
+    L-Lipschitz in w) that privtune does not enforce. Rows far outside it (norm
+    1e6) can make one data set's score jump by a large part of g* between two
+    candidates; one replaced row that changes which candidates the raw-score
+    loop visits then moves f_BO by that jump (measured: 13.8 times this
+    ``sensitivity``, with the per-lambda term already g*/m).
 
     Parameters
     ----------
@@ -193,19 +214,20 @@ def lipschitz_constants(
         m, the (public) size of the validation set.
     epsilon : float in (0, inf)
     lipschitz : float in (0, inf)
-        L, the Lipschitz constant of the validation loss g in w.
+        L, the Lipschitz constant of the validation loss g in w (used by the
+        path term only).
     loss_bound : float in (0, inf)
-        g*, the maximum of g.
+        g*, the maximum of g (the width of the declared score bounds).
     lambda_min, lambda_max : float
         The range of the L2-regularisation hyperparameter, 0 < lambda_min <= lambda_max.
 
     Returns
     -------
     dict
-        ``per_lambda_sensitivity`` min(g*/m, 2 L/(m lambda_min)) (the score of one
-        fixed lambda; used by the exponential mechanism over Lambda),
-        ``path_term`` (lambda_max - lambda_min) L / (lambda_max lambda_min),
-        ``sensitivity`` (their sum, Thm. 7) and ``laplace_scale`` in **score units**.
+        ``per_lambda_sensitivity`` g*/m (the score of one fixed lambda; used by
+        the exponential mechanism over Lambda), ``path_term`` (lambda_max -
+        lambda_min) L / (lambda_max lambda_min), ``sensitivity`` (their sum,
+        Thm. 7) and ``laplace_scale`` in **score units**.
     """
     owner = "lipschitz_constants"
     m = check_integer(n_validation, "n_validation", low=1, owner=owner)
@@ -214,7 +236,7 @@ def lipschitz_constants(
     g = check_real(loss_bound, "loss_bound", low=0.0, owner=owner)
     lo = check_real(lambda_min, "lambda_min", low=0.0, owner=owner)
     hi = check_real(lambda_max, "lambda_max", low=lo, closed="left", owner=owner)
-    per = min(g / m, 2.0 * L / (m * lo))
+    per = g / m  # not min(g/m, 2L/(m lo)): see the docstring
     path = (hi - lo) * L / (hi * lo)
     return {"per_lambda_sensitivity": per, "path_term": path, "sensitivity": per + path,
             "laplace_scale": (per + path) / eps}

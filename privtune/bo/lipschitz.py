@@ -12,22 +12,34 @@ cannot check them, and the guarantee holds only if they are true.
 Released (both pure epsilon-DP, **unconditional**):
 
 * v~ = f_BO + Laplace noise of scale
-  ``(1/epsilon) (min(g*/m, 2L/(m lambda_min)) + (lambda_max - lambda_min) L / (lambda_max lambda_min))``,
+  ``(1/epsilon) (g*/m + (lambda_max - lambda_min) L / (lambda_max lambda_min))``,
   with f_BO the best score of T GP-UCB iterations (Alg. 3; Thm. 7; Cor. 4).
   Any acquisition may choose the lambda_t: privacy does not depend on them.
 * lambda~ by the exponential mechanism over Lambda with per-lambda sensitivity
-  ``min(g*/m, 2L/(m lambda_min))`` (Chaudhuri & Vinterbo 2013) -- it needs the score
-  of every candidate, so every candidate is evaluated (scores of the BO
-  iterations are reused). Alg. 3 itself releases only the score; this part is
-  DESIGN.md's addition.
+  ``g*/m`` -- it needs the score of every candidate, so every candidate is
+  evaluated; a candidate the BO loop visited keeps the score of its first fit,
+  so every candidate's score is the one of its first fit, whatever the loop
+  visited. Alg. 3 itself releases only the score; this part is DESIGN.md's
+  addition.
 
 The path term ``(lambda_max - lambda_min) L / (lambda_max lambda_min)`` does not
 shrink with m: the method pays off only for narrow lambda ranges.
 
-Departure from the paper: the per-lambda term is ``2L/(m lambda_min)``, not the
-paper's ``L/(m lambda_min)``, which is too small under replace-one (both the
-removed and the added record move the score; the counterexample is in
-:func:`privtune.bo.constants.lipschitz_constants`).
+Departure from the paper: the per-lambda term is ``g*/m``, not the paper's
+``min(g*/m, L/(m lambda_min))``. The ``L/(m lambda_min)`` branch (which would be
+``2L/(m lambda_min)`` under replace-one) holds only if every validation row has
+``||x|| <= 1`` and the same ``g(0, x, y)``; privtune cannot enforce either on
+sensitive rows (they are not norm-clipped, and a row on which the estimator
+fails gets ``g*`` from row isolation), and one such row moved f_BO by 4.5
+times that sensitivity. See
+:func:`privtune.bo.constants.lipschitz_constants`.
+
+The path term is the paper's and rests on the declared L holding on every
+validation row (g L-Lipschitz in w there): a declaration about the data that
+privtune does not enforce. Rows outside that domain make the score of one data
+set jump between two lambdas, and then a single replaced row that changes which
+lambdas the raw-score loop visits moves f_BO by that jump (measured: 13.8
+times the sensitivity). Not fixed here.
 """
 
 from __future__ import annotations
@@ -90,7 +102,11 @@ class LipschitzRelease(GPMethod):
     data (training data public, as in Kusner §5). Charges a ``LaplaceEvent`` (phase
     ``"score_release"``) and, if ``select``, an ``ExponentialEvent`` (phase
     ``"selection"``) before the first evaluation. The BO trajectory depends on raw
-    scores and is not shown.
+    scores and is not shown. The per-lambda sensitivity is ``g*/m`` (not the
+    paper's ``min(g*/m, L/(m lambda_min))``: see
+    :func:`privtune.bo.constants.lipschitz_constants`); the path term needs the
+    declared ``lipschitz`` to hold on every validation row, which privtune does
+    not enforce.
     """
 
     name = "lipschitz"
@@ -200,9 +216,14 @@ class LipschitzRelease(GPMethod):
             # tell how many the raw-score path visited. max_evaluations counts them all.
             every = list(range(len(candidates)))
             f.pay(len(every))
-            scores = dict(zip(every, f.batch(every), strict=True))
+            batch = f.batch(every)
+            # Each candidate's score is its first fit's: the loop's for a visited candidate, the batch's (its first
+            # fit) for the others. The batch refits a visited candidate as its (visits + 1)-th run, and a fit's
+            # derived seed depends on that count (a randomised estimator fits a different model), so its batch value
+            # would depend on the secret trajectory and move by more than g*/m between neighbours.
+            first = [scores.get(i, v) for i, v in zip(every, batch, strict=True)]
             em = Exponential(epsilon=eps_sel, sensitivity=consts["per_lambda_sensitivity"], random_state=source)
-            index = em.select(np.array([scores[i] for i in range(len(candidates))]))
+            index = em.select(np.array(first))
             params = candidates[index]
         events = tuple(e for e, _ in plan)
         return Release(

@@ -86,6 +86,13 @@ def _broken_isolation(evaluate, n_rows, worst, *, attributable=True):
     return np.full(n_rows, worst)
 
 
+def _break_isolation(mp):
+    """Install the broken twin of row isolation, for built-in scorers and for callables (which get the estimator
+    itself instead of the isolating view)."""
+    mp.setattr(_scoring, "isolated_row_values", _broken_isolation)
+    mp.setattr(_scoring, "IsolatedEstimator", lambda est: est)
+
+
 def _sampler(data, method, epsilon, *, broken=None, output="score", method_params=None, factor=None):
     X_tr, y_tr, X_val, y_val = data
     seeds = iter(range(10**9))
@@ -94,7 +101,7 @@ def _sampler(data, method, epsilon, *, broken=None, output="score", method_param
         out = []
         with pytest.MonkeyPatch.context() as mp:
             if broken == "isolation":
-                mp.setattr(_scoring, "isolated_row_values", _broken_isolation)
+                _break_isolation(mp)
             if broken == "sensitivity":  # the scorer's rule itself under-states accuracy's 1/m (the public API
                 under = factor or (4 if method == "random" else 20)  # refuses a declared value below it)
                 proven = _scoring.BoundedScorer.sensitivity
@@ -215,7 +222,7 @@ def _kusner_sampler(data, method, *, broken=None, output="score"):
         out = []
         with pytest.MonkeyPatch.context() as mp:
             if broken == "isolation":
-                mp.setattr(_scoring, "isolated_row_values", _broken_isolation)
+                _break_isolation(mp)
             if broken == "noise":  # the release of the raw maximum
                 mp.setattr(gp_ucb if method == "gp-ucb" else gp_ucb_exact, "randomise_on_grid", lambda mech, v: v)
             if broken == "sensitivity":
