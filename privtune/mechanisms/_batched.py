@@ -10,10 +10,18 @@ value on its grid. Each release has exactly the law of the step mechanism's
 across steps), so the privacy guarantee and its accounting are unchanged; only
 the order in which uniform randomness is consumed differs (a seeded run draws
 a different, equally distributed, noise sequence than step-by-step calls).
+
+Each step's noise is used once: a second :meth:`PredrawnNoise.release` of the
+same step is refused (it would reuse the noise, and the difference of the two
+releases would be the exact difference of the two values). A Gaussian
+mechanism calibrated for one coordinate (``"analytic"`` or ``"classic"``,
+whose :meth:`~privtune.mechanisms.Gaussian.randomise` refuses arrays) is
+refused for ``dim > 1``, as its ``randomise`` would refuse it.
 """
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -25,6 +33,9 @@ from privtune.mechanisms._samplers import grid_to_float, round_to_grid
 from privtune.utils import check_finite_array
 
 __all__ = ["PredrawnNoise"]
+
+#: Gaussian calibrations proven for one coordinate only (their ``randomise`` refuses arrays).
+_SCALAR_CALIBRATIONS = ("analytic", "classic")
 
 
 class PredrawnNoise:
@@ -40,11 +51,14 @@ class PredrawnNoise:
     Raises
     ------
     InvalidParameterError
-        If the mechanisms do not share one random source, or a grid does not
-        exist for ``dim`` coordinates (nothing is drawn then).
+        If the mechanisms do not share one random source, a Gaussian mechanism
+        calibrated for one coordinate (``"analytic"``, ``"classic"``) is given
+        ``dim > 1``, or a grid does not exist for ``dim`` coordinates (nothing
+        is drawn then).
     """
 
     def __init__(self, mechanisms: Sequence[Any], dim: int) -> None:
+        self._used: set[int] = set()
         if not mechanisms:
             self._rows: list[np.ndarray] = []
             self._spacings: list[float] = []
@@ -53,6 +67,11 @@ class PredrawnNoise:
         source = mechanisms[0]._source
         if any(m._source is not source for m in mechanisms):
             raise InvalidParameterError("PredrawnNoise needs mechanisms that share one random source.")
+        if dim > 1 and any(getattr(m, "_calibration", None) in _SCALAR_CALIBRATIONS for m in mechanisms):
+            raise InvalidParameterError(
+                f"PredrawnNoise cannot release {dim} coordinates with a Gaussian mechanism calibrated for one "
+                "coordinate (calibration 'analytic' or 'classic'); use calibration='rdp' or "
+                "Gaussian.from_noise_multiplier. Nothing was drawn.")
         grids = [m._grid(dim) for m in mechanisms]  # (k, g) of each step; refuses before drawing anything
         groups: dict[tuple[type, int], list[int]] = defaultdict(list)  # same kind and k: same integer law
         for t, (m, (k, _g)) in enumerate(zip(mechanisms, grids, strict=True)):
@@ -73,13 +92,29 @@ class PredrawnNoise:
         """``value`` released on step ``step``'s grid with that step's noise.
 
         Same law as ``mechanisms[step].randomise(value)`` for a 1-D ``value``
-        of ``dim`` coordinates.
+        of ``dim`` coordinates. Each step is released at most once.
+
+        Raises
+        ------
+        InvalidParameterError
+            If ``step`` was released before (its noise is spent), or ``value``
+            has the wrong size, is not finite or is too large for the grid (the
+            step is not consumed then).
         """
+        step = operator.index(step)
         owner = self._owners[step]
+        if step < 0:
+            step += len(self._rows)
+        if step in self._used:
+            raise InvalidParameterError(
+                f"Step {step} of PredrawnNoise was already released: its noise is spent, and a second release "
+                "with the same noise would reveal the exact difference of the two values.")
         arr = check_finite_array(value, "value", owner=owner).reshape(-1)
         noise = self._rows[step]
         if arr.shape != noise.shape:
             raise InvalidParameterError(
                 f"The value released by {owner} must have {noise.shape[0]} coordinate(s); got {arr.shape[0]}.")
         g = self._spacings[step]
-        return grid_to_float(round_to_grid(arr, g, "value", owner), noise, g)
+        base = round_to_grid(arr, g, "value", owner)
+        self._used.add(step)
+        return grid_to_float(base, noise, g)

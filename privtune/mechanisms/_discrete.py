@@ -17,8 +17,10 @@ import numpy as np
 
 from privtune.exceptions import InvalidParameterError
 from privtune.mechanisms._bernoulli import (
+    _BERNOULLI_E1_COST,
     _INT64_MAX,
     _MAX_HIGH,
+    _ROUND_COST,
     _bernoulli_exp_fraction,
     _bernoulli_exp_minus_one,
     _bernoulli_exp_split,
@@ -36,25 +38,116 @@ __all__ = ["discrete_laplace", "discrete_gaussian"]
 # --------------------------------------------------------------------------------------
 # discrete Laplace -- CKS20 Algorithm 2
 # --------------------------------------------------------------------------------------
-def _geometric_exp_minus_one(n: int, source: RandomSource) -> np.ndarray:
+#: The geometric sampler takes an unplanned round (which would time-stamp a large output) with probability at
+#: most 2**-_TIMING_BITS per call.
+_TIMING_BITS = 40
+
+
+def _safe_width(rows: int, bits: int) -> int:
+    """Smallest ``w`` with ``rows exp(-w) <= 2**-bits``: ``ceil(bits ln 2 + ln rows)``."""
+    w = math.ceil(bits * math.log(2.0) + math.log(rows))
+    while rows * math.exp(-w) > 2.0**-bits:  # guard the float rounding of the logs
+        w += 1
+    return w
+
+
+def _slots(mean: float, bits: int) -> int:
+    """Smallest ``R >= mean`` whose Chernoff bound ``exp(-mu) (e mu / R)**R`` on ``P[X >= R]`` is ``<= 2**-bits``.
+
+    ``X`` is binomial (or any sum of independent Bernoullis) with mean at most ``mu``.
+    """
+    target = -bits * math.log(2.0)
+
+    def log_tail(r: int) -> float:
+        return -mean + r * (1.0 + math.log(mean) - math.log(r)) if mean > 0.0 else -math.inf
+
+    lo, hi = max(1, math.ceil(mean)), max(2, math.ceil(mean) + 1)
+    while log_tail(hi) > target:
+        hi *= 2
+    while lo < hi:  # log_tail decreases in r above the mean
+        mid = (lo + hi) // 2
+        if log_tail(mid) <= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@functools.lru_cache(maxsize=4096)
+def _geometric_plan(n: int) -> tuple[int, int, int]:
+    """``(w1, slots, w2)``: the fixed blocks of :func:`_geometric_exp_minus_one` for ``n`` draws.
+
+    Either one block of ``w1 = ceil(40 ln 2 + ln n)`` columns (``slots = 0``),
+    or a narrower first block of ``w1`` columns and always a second one of
+    ``slots`` rows of ``w2`` columns, where ``slots`` exceeds the number of rows
+    that survive the first block except with probability ``2**-41`` and
+    ``slots exp(-w2) <= 2**-41``. The cheaper of the candidates is chosen, in
+    the cost model of :func:`~privtune.mechanisms._bernoulli._block_width`.
+    """
+    w_single = _safe_width(n, _TIMING_BITS)
+    best, best_cost = (w_single, 0, 0), float(n * w_single)
+    for w1 in range(1, w_single):
+        mean = n * math.exp(-w1)
+        slots = _slots(mean, _TIMING_BITS + 1)
+        w2 = _safe_width(slots, _TIMING_BITS + 1)
+        cost = n * w1 + slots * w2 + _ROUND_COST / _BERNOULLI_E1_COST
+        if cost < best_cost:
+            best, best_cost = (w1, slots, w2), cost
+    return best
+
+
+def _leading_successes(n: int, width: int, source: RandomSource) -> tuple[np.ndarray, np.ndarray]:
+    """Counts of leading successes in ``n`` rows of ``width`` Bernoulli(exp(-1)) trials, and the rows
+    whose trials all succeeded."""
+    ok = _bernoulli_exp_minus_one(n * width, source).reshape(n, width)
+    v = ok.argmin(axis=1).astype(np.int64)                  # leading successes (0 if all succeeded)
+    going = np.flatnonzero((v == 0) & ok[:, 0])
+    v[going] = width
+    return v, going
+
+
+def _geometric_exp_minus_one(n: int, source: RandomSource, *, planned: bool = True) -> np.ndarray:
     """Number of Bernoulli(exp(-1)) successes before the first failure (``n`` draws).
 
     Blocked: an ``(n, w)`` matrix of independent Bernoulli(exp(-1)) trials is
     drawn at once (one :func:`_bernoulli_exp_minus_one` call, itself one
     ``integers_below`` call but for probability ``1/20!``); each row counts its
     leading successes, and only rows whose ``w`` trials all succeeded
-    (probability ``exp(-w)``) go on to add a fresh count. Trials after a row's
+    (probability ``exp(-w)``) go on with fresh trials. Trials after a row's
     first failure are discarded; they are independent of the prefix, so the
     count has the sequential law.
+
+    Timing. The count is (``1/t`` of) the magnitude of a discrete Laplace
+    output, so whether a further round -- an observable extra sampler call --
+    happens must not depend on it. The blocks follow :func:`_geometric_plan`
+    ``(n)``, a function of ``n`` alone: one block of ``ceil(40 ln 2 + ln n)``
+    columns (28 for one draw), or, for many draws, a narrower first block and
+    *always* a second block of a fixed number of rows (``slots``) handed in
+    order to the rows still going (unused rows are discarded: their trials
+    are independent of everything else, so the law is unchanged). The number
+    of calls and of uniforms drawn is then a function of ``n`` only, except
+    with probability at most ``2**-40`` per call (more survivors than slots,
+    or a slot row that succeeds throughout), when the remaining rows continue
+    as before. Before this, one draw had a 7-column block, and every output
+    with ``|noise| >= 7`` scales took a second round.
     """
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    width = _block_width("geometric", n, 0)
-    ok = _bernoulli_exp_minus_one(n * width, source).reshape(n, width)
-    v = ok.argmin(axis=1).astype(np.int64)                  # leading successes (0 if all succeeded)
-    going = np.flatnonzero((v == 0) & ok[:, 0])
-    if going.size:
-        v[going] = width + _geometric_exp_minus_one(going.size, source)
+    if not planned:  # only after an event of probability <= 2**-40: the cost-optimal block
+        v, going = _leading_successes(n, _block_width("geometric", n, 0), source)
+        if going.size:
+            v[going] += _geometric_exp_minus_one(going.size, source, planned=False)
+        return v
+    w1, slots, w2 = _geometric_plan(n)
+    v, going = _leading_successes(n, w1, source)
+    if slots:
+        v2, going2 = _leading_successes(slots, w2, source)  # always drawn, whatever survived
+        used = going[:slots]
+        v[used] += v2[:used.size]
+        later = list(used[going2[going2 < used.size]]) + list(going[slots:])
+        going = np.asarray(later, dtype=np.int64)
+    if going.size:  # probability <= 2**-40
+        v[going] += _geometric_exp_minus_one(going.size, source, planned=False)
     return v
 
 

@@ -11,8 +11,10 @@ Calibration. The noise multiplier ``nm = sigma / sensitivity`` is either
   exact Gaussian privacy curve
   ``delta(eps) = Phi(1/(2 nm) - eps nm) - exp(eps) Phi(-1/(2 nm) - eps nm)``
   is at most the target ``delta`` at the target ``epsilon``, found by bisection
-  down to adjacent floats and rounded **up** (the computed ``delta(eps)`` at the
-  returned value never exceeds the target); or
+  down to adjacent floats and rounded **up**, against the target ``delta``
+  times ``1 - 1e-6`` (the computed ``delta(eps)`` at the returned value never
+  exceeds that; the margin covers the float error of the computed curve, so the
+  exact curve stays below the target); or
 * ``"classic"``: ``sqrt(2 ln(1.25 / delta)) / epsilon`` (Dwork & Roth 2014,
   Thm. A.1), valid only for ``epsilon < 1``.
 
@@ -242,7 +244,9 @@ class Gaussian(_Frozen):
         composition of Gaussians with multipliers ``nm_i`` is exactly a Gaussian
         with ``1 / nm**2 = sum 1 / nm_i**2``); the accountant then bounds the
         plan from the events. ``epsilon`` and ``delta`` of the result are None
-        and ``calibration`` is ``"noise_multiplier"``.
+        and ``calibration`` is ``"noise_multiplier"``. Its :meth:`randomise`
+        accepts vectors, so its :meth:`privacy_event` is a vector event (RDP
+        accounting) unless ``vector=False`` is passed for scalar releases.
 
         Parameters
         ----------
@@ -411,11 +415,17 @@ class Gaussian(_Frozen):
     def privacy_event(self, *, vector: bool | None = None) -> GaussianEvent:
         """The event to charge for one :meth:`randomise` call.
 
-        ``vector=True`` (the default with ``calibration="rdp"``) marks a release
-        of several coordinates, accounted through RDP only (see
-        :class:`~privtune.accounting.GaussianEvent`).
+        ``vector=True`` marks a release of several coordinates, accounted
+        through RDP only (see :class:`~privtune.accounting.GaussianEvent`). It
+        is the default for the calibrations that may release vectors:
+        ``"rdp"`` and ``"noise_multiplier"`` (:meth:`from_noise_multiplier`,
+        whose :meth:`randomise` accepts arrays). Pass ``vector=False`` only
+        when every charged call releases one coordinate: the scalar event's
+        (epsilon, delta) curve is proven for one coordinate only. The
+        ``"analytic"`` and ``"classic"`` mechanisms refuse arrays and default
+        to ``vector=False``.
         """
-        vec = self._calibration == "rdp" if vector is None else bool(vector)
+        vec = self._calibration in ("rdp", "noise_multiplier") if vector is None else bool(vector)
         return GaussianEvent(noise_multiplier=self._noise_multiplier, vector=vec)
 
     def __repr__(self) -> str:

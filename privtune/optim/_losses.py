@@ -62,6 +62,29 @@ _FLOAT32_SHRINK = 1.0 - 2.0**-16
 _FLOAT32_FLAG = 1.0 - 2.0**-20
 # MarginLoss.gradient works through the rows in blocks of about this many bytes (fits in a core's L2 cache).
 _BLOCK_BYTES = 1 << 19
+# MarginLoss.gradient multiplies the data term's mean by this factor: the relative slack 2**-16 pays for the
+# float64 rounding of the sum over rows (see MarginLoss.gradient, "Sensitivity of the computed gradient").
+_GRADIENT_SHRINK = 1.0 - 2.0**-16
+# ... provided that n * (rows per block + 4) <= _SUM_BUDGET (then n * gamma_{rows + 3} <= 2**-17).
+_SUM_BUDGET = 2**36
+
+
+def _block_rows(n: int, d: int, itemsize: int) -> int:
+    """Rows per block of :meth:`MarginLoss.gradient`: about 512 KiB, and ``n (rows + 4) <= 2**36``.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``n > 2**36 / 5`` (no block size keeps the float64 sum's rounding
+        inside the slack; ``n`` is public).
+    """
+    rows = max(256, _BLOCK_BYTES // (itemsize * max(d, 1)))
+    limit = _SUM_BUDGET // max(n, 1) - 4
+    if limit < 1:
+        raise InvalidParameterError(
+            f"The margin-loss gradient supports at most {_SUM_BUDGET // 5} rows per batch (its float64 sum's "
+            f"rounding must stay inside the sensitivity's slack); got {n}.")
+    return min(rows, limit)
 
 
 class MarginLoss:
@@ -115,27 +138,93 @@ class MarginLoss:
         return float(self.value(np.array([-margin_bound]))[0])
 
     def gradient(self, w: np.ndarray, U: np.ndarray, z: np.ndarray, alpha: float) -> np.ndarray:
-        """Mean gradient of ``phi(z u^T w)`` over the rows of ``U`` plus ``alpha w`` (float64).
+        r"""``(1 - 2**-16)`` times the mean gradient of ``phi(z u^T w)`` over the rows of ``U``, plus ``alpha w``.
 
-        The products with ``U`` run in ``U``'s dtype (float32 rows from
+        The margins ``U_b w`` run in ``U``'s dtype (float32 rows from
         :func:`compact_rows` halve the memory traffic), block by block of
-        about 512 KiB of rows, so that each block's second product
-        (``U_b^T c_b``) reads the rows the first (``U_b w``) has just brought
-        into cache: one pass over memory per gradient instead of two. The
-        blocks' sums are accumulated in float64.
+        about 512 KiB of rows, so that each block's second product reads the
+        rows the first has just brought into cache. The second product, the
+        **sum over rows**, is always accumulated in float64: a float32 block is
+        copied (exactly) into a float64 buffer and ``c_b^T U_b`` runs in
+        float64, the blocks' sums are added with :func:`math.fsum` (correctly
+        rounded), then divided by ``n``.
+
+        Notes
+        -----
+        **Sensitivity of the computed gradient.** The trainers add noise calibrated to the sensitivity of the *exact*
+        mean, ``Delta = 2 kappa R / n`` (L2 or L1 with ``R`` the rows' bound in
+        that norm), so the *computed* means of two neighbouring row sets must
+        differ by at most ``Delta``: the mechanisms' own headroom
+        (``2**-10``) is used up by their grid rounding. Float rounding in the sum
+        over rows breaks this without care: one replaced row changes the
+        rounding of every later partial sum, and with float32 accumulation
+        (privtune before this change) the computed difference reached
+        ``1.0027 Delta`` (n = 200 000, d = 2). The data term is therefore
+        multiplied by ``1 - s``, ``s = 2**-16`` (a deviation from the paper's
+        gradient: the solvers minimise ``(1 - s)`` times the data term plus the
+        regulariser, a relative change of 1.5e-5), and the rounding is bounded
+        as follows, for ``alpha = 0`` (the trainers add the public
+        regulariser's gradient after the noise) and labels in {-1, +1}.
+
+        Let ``c_i`` be the computed (clipped) derivative of row ``i``; it depends
+        on row ``i``, its position and ``w`` only, whatever the precision of the
+        margin, and ``|c_i| <= kappa (1 + 2**-24)`` (the float32 rounding of the
+        clip value). Let ``X = sum_i c_i u_i`` (exact), ``T_j = sum_i |c_i u_ij|``
+        and ``u = 2**-53``, ``gamma_k = k u / (1 - k u)``. A block of at most
+        ``b`` rows is an inner product of length ``b`` per coordinate, computed
+        with error at most ``gamma_b`` times its ``T`` in any evaluation order
+        (Higham 2002, eq. (3.5); the products of float32 values are even exact
+        in float64); ``fsum``, the division by ``n`` and the factor ``1 - s``
+        round once each. So (Higham's Lemma 3.3) the output ``H`` satisfies
+        ``|H_j - (1 - s) X_j / n| <= (1 - s) gamma_{b+3} T_j / n``, and, by the
+        triangle inequality over rows,
+        ``||H - (1 - s) X / n|| <= (1 - s) gamma_{b+3} max_i |c_i| ||u_i||``
+        in L2 and in L1. Two neighbouring row sets differ in one term of
+        ``X``, by at most ``2 max |c| R``, hence
+
+        .. math:: \|H - H'\| \le (1 - s)(1 + n \gamma_{b+3})(1 + 2^{-24})\, \Delta .
+
+        The block size is chosen so that ``n (b + 4) <= 2**36``, which gives
+        ``n gamma_{b+3} <= 2**-17 = s / 2`` and the right-hand side at most
+        ``(1 - 2**-17 + 2**-24) Delta < Delta``. The default block (512 KiB of
+        rows: 6 241 float32 rows at ``d = 21``) satisfies it up to
+        ``n = 1.1e7`` rows; larger ``n`` get smaller blocks (slower, still
+        sound), and ``n > 2**36 / 5`` is refused. (Without the factor, the
+        float64 bound alone would be ``Delta (1 + n gamma_{b+3})``, above
+        ``Delta`` by about ``n b 2**-53`` relative, e.g. 7e-7 at ``n = 1e6``
+        with 6 241-row blocks: no float sum is within ``Delta`` without a
+        slack.) ``tests/optim/test_gradient_sensitivity.py`` measures the
+        neighbouring pairs that broke the float32 sum.
+
+        References
+        ----------
+        .. [Hig02] N. J. Higham, "Accuracy and Stability of Numerical
+           Algorithms", 2nd ed., SIAM 2002, sections 3.1 and 4.2.
         """
         dt = U.dtype
         wd = w.astype(dt, copy=False)
         zd = z.astype(dt, copy=False)
         n, d = U.shape
-        rows = max(256, _BLOCK_BYTES // (U.itemsize * max(d, 1)))
-        g = np.zeros(d)
-        for start in range(0, n, rows):
+        rows = _block_rows(n, d, U.itemsize)
+        single = dt != np.float64
+        buf = np.empty((min(rows, n), d)) if single else None
+        parts = np.zeros((max(1, -(-n // rows)), d))
+        for k, start in enumerate(range(0, n, rows)):
             Ub, zb = U[start:start + rows], zd[start:start + rows]
             c = self.derivative(zb * (Ub @ wd))
             c *= zb
-            g += Ub.T @ c
-        return g / n + alpha * w
+            if single:  # exact copy to float64; float64 products (exact for float32 inputs) and sums
+                block = buf[:Ub.shape[0]]
+                np.copyto(block, Ub)
+                parts[k] = c.astype(np.float64) @ block
+            else:
+                parts[k] = c @ Ub
+        if parts.shape[0] == 1:
+            total = parts[0]
+        else:
+            total = np.array([math.fsum(col) for col in parts.T.tolist()])
+        g = (total / n) * _GRADIENT_SHRINK
+        return g + alpha * w if alpha else g
 
     def objective(self, w: np.ndarray, U: np.ndarray, z: np.ndarray, alpha: float) -> float:
         """``(1/n) sum phi(z_i u_i^T w) + (alpha / 2) ||w||^2`` (evaluation only)."""

@@ -71,3 +71,29 @@ def test_refusals():
     with pytest.raises(InvalidParameterError):
         stream.release(0, np.array([0.0, np.nan, 1.0]))
     assert len(PredrawnNoise([], 3)) == 0
+
+
+def test_a_step_is_released_once():
+    """A second release of a step would reuse its noise: the difference of the two outputs would be the
+    exact difference of the two values. It is refused; failed releases do not consume the step."""
+    source = check_random_state(4)
+    stream = PredrawnNoise(_mechs(source), 3)
+    with pytest.raises(InvalidParameterError):
+        stream.release(1, np.array([0.0, np.nan, 1.0]))  # refused before use: step 1 is still available
+    a = stream.release(1, np.zeros(3))
+    with pytest.raises(InvalidParameterError, match="already released"):
+        stream.release(1, np.ones(3))
+    with pytest.raises(InvalidParameterError, match="already released"):
+        stream.release(-3, np.ones(3))  # the same step by its negative index
+    assert a.shape == (3,) and stream.release(0, np.ones(3)).shape == (3,)
+
+
+def test_scalar_gaussian_calibrations_are_refused_for_vectors():
+    source = check_random_state(5)
+    for calibration in ("analytic", "classic"):
+        mech = Gaussian(epsilon=0.5, delta=1e-6, sensitivity=1.0, calibration=calibration, random_state=source)
+        with pytest.raises(InvalidParameterError, match="one coordinate"):
+            PredrawnNoise([mech], 3)
+        assert PredrawnNoise([mech], 1).release(0, [0.5]).shape == (1,)  # one coordinate: its own law
+    rdp = Gaussian(epsilon=0.5, delta=1e-6, sensitivity=1.0, calibration="rdp", random_state=source)
+    assert PredrawnNoise([rdp], 3).release(0, np.zeros(3)).shape == (3,)

@@ -450,7 +450,7 @@ def test_geometric_and_split_continuation_branches():
     # (a) geometric: every row continues, and V - w is again Geometric(1 - e^-1) (H0;
     #     chi-square on 0..6 and >= 7, alpha = 1e-4, n = 5e4).
     n = 50_000
-    width = samplers_module._block_width("geometric", n, 0)
+    width = discrete_module._geometric_plan(n)[0]  # the first block of the timing-safe plan
     source = ScriptedSource(8, [lambda h: np.full(h.shape, _E1_SUCCESS)])
     v = _geometric_exp_minus_one(n, source)
     assert v.min() >= width
@@ -485,3 +485,56 @@ def test_block_sampling_is_reproducible_and_uses_few_calls():
     b = discrete_gaussian(4**17, 1, 93, src)
     assert np.array_equal(a, b)
     assert src.calls <= 20          # the one-call-per-round sampler needed about 150
+
+
+def _counting(seed: int):
+    """A seeded source that counts its integers_below calls and uniforms."""
+    source = _seeded(seed)
+    inner = source.integers_below
+    tally = {"calls": 0, "uniforms": 0}
+
+    def counted(high):
+        out = inner(high)
+        tally["calls"] += 1
+        tally["uniforms"] += int(np.size(out))
+        return out
+
+    source.integers_below = counted
+    return source, tally
+
+
+@pytest.mark.parametrize("size", [1, 3, 40, 2000])
+def test_geometric_draws_do_not_depend_on_the_output(size):
+    """Timing: the number of sampler calls and of uniforms drawn is the same whatever the counts drawn.
+
+    Before the fix, one draw had a 7-column block and every count >= 7 (a discrete Laplace output of at
+    least 7 scales) took one more call. 4000 draws of one value see about 4 counts >= 7; calls of 40 and
+    2000 draws use the two-block plan, whose second block is always drawn."""
+    source, tally = _counting(77 + size)
+    seen = set()
+    biggest = 0
+    for _ in range(4000 if size == 1 else 200 if size < 2000 else 20):
+        tally["calls"] = tally["uniforms"] = 0
+        v = _geometric_exp_minus_one(size, source)
+        seen.add((tally["calls"], tally["uniforms"]))
+        biggest = max(biggest, int(v.max()))
+    assert len(seen) == 1, seen
+    assert biggest >= 7  # large counts were drawn: the test measures something
+    w1, slots, w2 = discrete_module._geometric_plan(size)
+    assert seen == {(1 + (slots > 0), size * w1 + slots * w2)}
+    if slots:  # more survivors than slots, or a slot row succeeding throughout: <= 2**-41 each
+        assert slots * math.exp(-w2) <= 2.0**-41
+    else:
+        assert size * math.exp(-w1) <= 2.0**-40
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("size", [1, 50, 5000])
+def test_geometric_timing_safe_plan_keeps_the_law(size):
+    # H0: P[V = v] = (1 - e^-1) e^-v under the timing-safe plans (one wide block; two blocks with a fixed
+    # second one); Pearson chi-square on v = 0..8 and v >= 9, alpha = 1e-4, about 6e4 draws.
+    source = _seeded(303 + size)
+    v = np.concatenate([_geometric_exp_minus_one(size, source) for _ in range(max(1, 60_000 // size))])
+    counts = np.bincount(np.minimum(v, 9), minlength=10)
+    probs = np.array([(1 - math.exp(-1)) * math.exp(-k) for k in range(9)] + [math.exp(-9)])
+    assert _chisquare_pvalue(counts, probs) > ALPHA

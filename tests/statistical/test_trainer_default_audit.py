@@ -160,7 +160,8 @@ def nag_batched(plan, U: np.ndarray, k: int, *, noise: bool = True) -> SimpleNam
         q = x + b * (x - x_prev)
         c = plan.loss.derivative(z[None, :] * (u[None, :] * q.astype(u.dtype)[:, None]))
         c *= z[None, :]
-        g = (c * u[None, :]).sum(axis=1).astype(np.float64) / plan.n
+        # the library sums the rows in float64 and shrinks the data term by 1 - 2**-16 (optim/_losses.py)
+        g = (c.astype(np.float64) * u.astype(np.float64)[None, :]).sum(axis=1) / plan.n * (1.0 - 2.0**-16)
         if noise:
             spacing = grids[t][1]
             g_tilde = grid_to_float(round_to_grid(g, spacing, "value", "audit"), ints[t], spacing) + plan.mu * q
