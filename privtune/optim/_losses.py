@@ -62,29 +62,67 @@ _FLOAT32_SHRINK = 1.0 - 2.0**-16
 _FLOAT32_FLAG = 1.0 - 2.0**-20
 # MarginLoss.gradient works through the rows in blocks of about this many bytes (fits in a core's L2 cache).
 _BLOCK_BYTES = 1 << 19
-# MarginLoss.gradient multiplies the data term's mean by this factor: the relative slack 2**-16 pays for the
-# float64 rounding of the sum over rows (see MarginLoss.gradient, "Sensitivity of the computed gradient").
-_GRADIENT_SHRINK = 1.0 - 2.0**-16
-# ... provided that n * (rows per block + 4) <= _SUM_BUDGET (then n * gamma_{rows + 3} <= 2**-17).
-_SUM_BUDGET = 2**36
+# Float32 rows are summed in float32 over sub-blocks of this many consecutive rows (fixed by position), and the
+# sub-blocks' partial sums in float64 (see MarginLoss.gradient, "Sensitivity of the computed gradient").
+_SUB_ROWS = 32
+# MarginLoss.gradient multiplies the data term's mean by this factor: the relative slack 2**-13 pays for the
+# rounding of the sum over rows (float32 within the replaced row's sub-block, float64 everywhere) ...
+_GRADIENT_SHRINK = 1.0 - 2.0**-13
+# ... provided that n * (float64 rounding depth) <= _SUM_BUDGET (then n * gamma64_depth <= 2**-16 (1 + 2**-15)).
+_SUM_BUDGET = 2**37
+
+
+def _max_rows() -> int:
+    """The largest number of rows :meth:`MarginLoss.gradient` accepts (``2**37 / 4``; the budget needs depth >= 4)."""
+    return _SUM_BUDGET // 4
+
+
+def _check_rows(n: int) -> None:
+    if n > _max_rows():
+        raise InvalidParameterError(
+            f"The margin-loss gradient supports at most {_max_rows()} rows per batch (its float64 sum's "
+            f"rounding must stay inside the sensitivity's slack); got {n}.")
 
 
 def _block_rows(n: int, d: int, itemsize: int) -> int:
-    """Rows per block of :meth:`MarginLoss.gradient`: about 512 KiB, and ``n (rows + 4) <= 2**36``.
+    """Rows per block of :meth:`MarginLoss.gradient` (about 512 KiB of rows; ``n`` and ``d`` are public).
+
+    Float32 rows: a multiple of ``_SUB_ROWS``, so that the sub-blocks are the
+    same runs of ``_SUB_ROWS`` rows (counted from row 0) whatever the block
+    size. Float64 rows: also ``n (rows + 3) <= 2**37``, which bounds the float64
+    rounding of the one-level sum.
 
     Raises
     ------
     InvalidParameterError
-        If ``n > 2**36 / 5`` (no block size keeps the float64 sum's rounding
-        inside the slack; ``n`` is public).
+        If ``n > 2**37 / 4``.
     """
-    rows = max(256, _BLOCK_BYTES // (itemsize * max(d, 1)))
-    limit = _SUM_BUDGET // max(n, 1) - 4
-    if limit < 1:
-        raise InvalidParameterError(
-            f"The margin-loss gradient supports at most {_SUM_BUDGET // 5} rows per batch (its float64 sum's "
-            f"rounding must stay inside the sensitivity's slack); got {n}.")
-    return min(rows, limit)
+    _check_rows(n)
+    if itemsize == 4:
+        return max(_SUB_ROWS, _BLOCK_BYTES // (4 * max(d, 1)) // _SUB_ROWS * _SUB_ROWS)
+    return min(max(256, _BLOCK_BYTES // (itemsize * max(d, 1))), _SUM_BUDGET // max(n, 1) - 3)
+
+
+def _chunk_partials(n: int, partials: int) -> int:
+    """Float64 chunk length for the sub-blocks' partials: at most ``partials``, and ``n (chunk + 2) <= 2**37``."""
+    _check_rows(n)
+    return max(1, min(partials, _SUM_BUDGET // max(n, 1) - 2))
+
+
+def _sub_block_sums(c: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
+    """``out[k] = c[32k:32k+32] @ rows[32k:32k+32]`` for every sub-block of ``_SUB_ROWS`` rows, in ``rows``' dtype.
+
+    One BLAS vector-matrix product per sub-block (numpy's stacked ``matmul``),
+    on that sub-block's derivatives and rows only; a last, shorter sub-block
+    gets its own product. ``out`` has ``ceil(len(c) / _SUB_ROWS)`` rows.
+    """
+    b = _SUB_ROWS
+    m, d = rows.shape
+    full = m // b
+    if full:
+        np.matmul(c[:full * b].reshape(full, 1, b), rows[:full * b].reshape(full, b, d), out=out[:full, None, :])
+    if m > full * b:
+        out[full] = c[full * b:] @ rows[full * b:]
 
 
 class MarginLoss:
@@ -138,87 +176,155 @@ class MarginLoss:
         return float(self.value(np.array([-margin_bound]))[0])
 
     def gradient(self, w: np.ndarray, U: np.ndarray, z: np.ndarray, alpha: float) -> np.ndarray:
-        r"""``(1 - 2**-16)`` times the mean gradient of ``phi(z u^T w)`` over the rows of ``U``, plus ``alpha w``.
+        r"""``(1 - 2**-13)`` times the mean gradient of ``phi(z u^T w)`` over the rows of ``U``, plus ``alpha w``.
 
-        The margins ``U_b w`` run in ``U``'s dtype (float32 rows from
-        :func:`compact_rows` halve the memory traffic), block by block of
-        about 512 KiB of rows, so that each block's second product reads the
-        rows the first has just brought into cache. The second product, the
-        **sum over rows**, is always accumulated in float64: a float32 block is
-        copied (exactly) into a float64 buffer and ``c_b^T U_b`` runs in
-        float64, the blocks' sums are added with :func:`math.fsum` (correctly
-        rounded), then divided by ``n``.
+        The rows are read block by block (about 512 KiB of rows, so that each
+        block's second product reads the rows the first has just brought into
+        cache). In a block, the margins ``U_b w`` and the clipped derivatives
+        ``c_i`` (times the labels) run in ``U``'s dtype. The **sum over rows**
+        ``sum_i c_i u_i`` depends on the dtype:
+
+        * float32 rows (:func:`compact_rows`, the estimators' default): the rows
+          are cut, by position, into sub-blocks of ``b = 32`` consecutive rows
+          (rows ``32k .. 32k + 31``; the last one may be shorter). Each
+          sub-block's partial sum ``P_k`` is computed in float32 by a BLAS
+          product of its own 32 derivatives and rows (numpy's stacked
+          ``matmul``, one vector-matrix product per sub-block); the partials
+          are converted (exactly) to float64 and summed in float64, in chunks
+          of ``C`` partials (a BLAS product with a vector of ones) whose sums
+          are added with :func:`math.fsum` (correctly rounded).
+        * float64 rows (other dtypes are converted to float64 first): each
+          block's ``c_b^T U_b`` runs in float64 and the blocks' sums are added
+          with :func:`math.fsum`.
+
+        The sum is then divided by ``n`` and multiplied by ``1 - s``,
+        ``s = 2**-13``.
+
+        Raises
+        ------
+        InvalidParameterError
+            If ``U`` has more than ``2**37 / 4`` rows (``n`` is public).
 
         Notes
         -----
-        **Sensitivity of the computed gradient.** The trainers add noise calibrated to the sensitivity of the *exact*
-        mean, ``Delta = 2 kappa R / n`` (L2 or L1 with ``R`` the rows' bound in
-        that norm), so the *computed* means of two neighbouring row sets must
-        differ by at most ``Delta``: the mechanisms' own headroom
-        (``2**-10``) is used up by their grid rounding. Float rounding in the sum
-        over rows breaks this without care: one replaced row changes the
-        rounding of every later partial sum, and with float32 accumulation
-        (privtune before this change) the computed difference reached
-        ``1.0027 Delta`` (n = 200 000, d = 2). The data term is therefore
-        multiplied by ``1 - s``, ``s = 2**-16`` (a deviation from the paper's
-        gradient: the solvers minimise ``(1 - s)`` times the data term plus the
-        regulariser, a relative change of 1.5e-5), and the rounding is bounded
-        as follows, for ``alpha = 0`` (the trainers add the public
-        regulariser's gradient after the noise) and labels in {-1, +1}.
+        **Sensitivity of the computed gradient.** The trainers add noise
+        calibrated to the sensitivity of the *exact* mean,
+        ``Delta = 2 kappa R / n`` (L2 or L1, ``R`` the rows' bound in that
+        norm), so the *computed* means of two neighbouring row sets must differ
+        by at most ``Delta``: the mechanisms' own headroom (``2**-10``) is used
+        up by their grid rounding. Float rounding in the sum over rows breaks
+        this without care: one replaced row changes the rounding of every later
+        partial sum, and with a float32 sum over blocks of rows (privtune before
+        the audit) the computed difference reached ``1.0027 Delta``
+        (n = 200 000, d = 2). The data term is therefore multiplied by
+        ``1 - s``, ``s = 2**-13`` (a deviation from the paper's gradient: the
+        solvers minimise ``(1 - s)`` times the data term plus the regulariser,
+        i.e. a regularisation ``1 / (1 - s)`` times stronger, a relative change
+        of 1.2e-4 -- far below the DP noise), and the rounding is bounded as
+        follows, for ``alpha = 0`` (the trainers add the public regulariser's
+        gradient after the noise) and labels in {-1, +1}.
 
-        Let ``c_i`` be the computed (clipped) derivative of row ``i``; it depends
-        on row ``i``, its position and ``w`` only, whatever the precision of the
-        margin, and ``|c_i| <= kappa (1 + 2**-24)`` (the float32 rounding of the
-        clip value). Let ``X = sum_i c_i u_i`` (exact), ``T_j = sum_i |c_i u_ij|``
-        and ``u = 2**-53``, ``gamma_k = k u / (1 - k u)``. A block of at most
-        ``b`` rows is an inner product of length ``b`` per coordinate, computed
-        with error at most ``gamma_b`` times its ``T`` in any evaluation order
-        (Higham 2002, eq. (3.5); the products of float32 values are even exact
-        in float64); ``fsum``, the division by ``n`` and the factor ``1 - s``
-        round once each. So (Higham's Lemma 3.3) the output ``H`` satisfies
-        ``|H_j - (1 - s) X_j / n| <= (1 - s) gamma_{b+3} T_j / n``, and, by the
-        triangle inequality over rows,
-        ``||H - (1 - s) X / n|| <= (1 - s) gamma_{b+3} max_i |c_i| ||u_i||``
-        in L2 and in L1. Two neighbouring row sets differ in one term of
-        ``X``, by at most ``2 max |c| R``, hence
+        *Notation.* ``c_i`` is the computed derivative of row ``i`` times its
+        label; it depends on row ``i``, its position and ``w`` only (the margin
+        of row ``i`` is computed from row ``i`` and ``w``: the BLAS product
+        ``U_b w`` does not mix rows, and ``U`` is made C-contiguous first, so
+        that its layout cannot differ between neighbours), and
+        ``|c_i| <= kappa' = kappa (1 + 2**-24)`` (the float32 rounding of the
+        clip value). ``u_32 = 2**-24``,
+        ``u_64 = 2**-53``, ``gamma^p_k = k u_p / (1 - k u_p)``; absolute values
+        and inequalities of vectors are per coordinate, ``||.||`` is the norm of
+        the sensitivity (L2 or L1), and for any set ``S`` of rows
+        ``||sum_{i in S} |c_i| |u_i| || <= sum_{i in S} |c_i| ||u_i|| <= |S| kappa' R``
+        (triangle inequality). ``X = sum_i c_i u_i`` exactly,
+        ``T = sum_i |c_i| |u_i|``, and ``H`` is the output.
 
-        .. math:: \|H - H'\| \le (1 - s)(1 + n \gamma_{b+3})(1 + 2^{-24})\, \Delta .
+        *Float32 rows.* (1) A partial is an inner product of length at most
+        ``b`` per coordinate, computed in float32 in an unknown order (fused
+        multiply-adds or not): ``|P_k - X_k| <= gamma^32_b T_k`` with ``X_k``,
+        ``T_k`` the sums over the sub-block (Higham 2002, eq. (3.5)).
+        (2) The partials are exact in float64; a chunk's sum (any order, at
+        most ``C - 1`` roundings per term), ``fsum``, the division by ``n`` and
+        the factor ``1 - s`` multiply every partial by at most ``C + 2``
+        factors ``1 + delta``, ``|delta| <= u_64``; so (Higham's Lemma 3.3), with
+        ``Q = sum_k P_k``,
+        ``|H - (1 - s) Q / n| <= (1 - s) gamma^64_{C+2} sum_k |P_k| / n`` and
+        ``sum_k |P_k| <= (1 + gamma^32_b) T``. (3) Two neighbouring row sets
+        differ in one row, in sub-block ``k*``. Every other sub-block has the
+        same rows and the same derivatives at the same positions and offsets,
+        and its partial is the same BLAS computation on the same values: it is
+        the same float32 vector, bit for bit (the sub-blocks are fixed by
+        position, not by the data;
+        ``tests/optim/test_gradient_sensitivity.py`` checks that a partial does
+        not change when any other row changes, nor with the array's address in
+        memory). So ``Q - Q' = P_k* - P'_k*`` and
+        ``||Q - Q'|| <= ||c u - c' u'|| + gamma^32_b (||T_k*|| + ||T'_k*||) <= 2 kappa' R (1 + b gamma^32_b)``.
+        (4) Hence
 
-        The block size is chosen so that ``n (b + 4) <= 2**36``, which gives
-        ``n gamma_{b+3} <= 2**-17 = s / 2`` and the right-hand side at most
-        ``(1 - 2**-17 + 2**-24) Delta < Delta``. The default block (512 KiB of
-        rows: 6 241 float32 rows at ``d = 21``) satisfies it up to
-        ``n = 1.1e7`` rows; larger ``n`` get smaller blocks (slower, still
-        sound), and ``n > 2**36 / 5`` is refused. (Without the factor, the
-        float64 bound alone would be ``Delta (1 + n gamma_{b+3})``, above
-        ``Delta`` by about ``n b 2**-53`` relative, e.g. 7e-7 at ``n = 1e6``
-        with 6 241-row blocks: no float sum is within ``Delta`` without a
-        slack.) ``tests/optim/test_gradient_sensitivity.py`` measures the
-        neighbouring pairs that broke the float32 sum.
+        .. math:: \|H - H'\| \le (1 - s)(1 + 2^{-24})\,\Delta\,
+                  \bigl(1 + b\gamma^{32}_b + n\gamma^{64}_{C+2}(1 + \gamma^{32}_b)\bigr).
+
+        The first rounding term is local: relative to ``Delta`` it is about
+        ``b**2 2**-24``, whatever ``n`` (``32 gamma^32_32 <= 2**-14 (1 + 2**-18)``).
+        The second is the float64 sum's, about ``n C 2**-53``: ``C`` is chosen
+        so that ``n (C + 2) <= 2**37`` (for ``n <= 2**37 / 4``; at n = 80 000 one
+        chunk holds all 2 500 partials), hence ``n gamma^64_{C+2} <= 2**-16 (1 + 2**-15)``.
+        The right-hand side is then at most
+        ``(1 - 2**-13)(1 + 2**-24)(1 + 2**-14 + 2**-16 + 2**-30) Delta < (1 - 2**-15) Delta``
+        (checked in exact arithmetic by the tests).
+
+        *Float64 rows.* A block of ``B`` rows is an inner product of length
+        ``B`` per coordinate in float64; with ``fsum``, the division and the
+        factor: ``|H - (1 - s) X / n| <= (1 - s) gamma^64_{B+3} T / n``, and
+        ``X - X'`` is one row's term, so
+        ``||H - H'|| <= (1 - s)(1 + 2**-24) Delta (1 + n gamma^64_{B+3})``; the
+        block is at most ``2**37 / n - 3`` rows, so this is below
+        ``(1 - 2**-15) Delta`` too, without any assumption on the order of the
+        operations.
+
+        *Underflow* is not modelled: a float32 product ``c_i u_ij`` below
+        ``2**-126`` in magnitude is rounded to within ``2**-150`` absolutely
+        rather than relatively, which adds at most ``d 2**-145 / (kappa R)`` to
+        the bracket (L1; less in L2): below ``2**-40`` unless
+        ``kappa R < d 2**-105``, far below any bound the trainers are given
+        (not checked).
 
         References
         ----------
         .. [Hig02] N. J. Higham, "Accuracy and Stability of Numerical
            Algorithms", 2nd ed., SIAM 2002, sections 3.1 and 4.2.
         """
+        # one layout whatever the caller's (a Fortran-ordered float32 array stays so until clip_rows copies it,
+        # which depends on the rows): the margins' rounding then depends on the values only
+        U = np.ascontiguousarray(U, dtype=U.dtype if U.dtype in (np.float32, np.float64) else np.float64)
         dt = U.dtype
         wd = w.astype(dt, copy=False)
         zd = z.astype(dt, copy=False)
         n, d = U.shape
         rows = _block_rows(n, d, U.itemsize)
-        single = dt != np.float64
-        buf = np.empty((min(rows, n), d)) if single else None
-        parts = np.zeros((max(1, -(-n // rows)), d))
-        for k, start in enumerate(range(0, n, rows)):
+        single = dt == np.float32
+        if single:  # float32 partials of the sub-blocks, in row order
+            partials = np.empty((-(-n // _SUB_ROWS), d), dtype=np.float32)
+        else:
+            parts = np.zeros((max(1, -(-n // rows)), d))
+        k = 0
+        for block, start in enumerate(range(0, n, rows)):
             Ub, zb = U[start:start + rows], zd[start:start + rows]
             c = self.derivative(zb * (Ub @ wd))
             c *= zb
-            if single:  # exact copy to float64; float64 products (exact for float32 inputs) and sums
-                block = buf[:Ub.shape[0]]
-                np.copyto(block, Ub)
-                parts[k] = c.astype(np.float64) @ block
+            if single:  # rows is a multiple of _SUB_ROWS: the sub-blocks start at multiples of it from row 0
+                count = -(-Ub.shape[0] // _SUB_ROWS)
+                _sub_block_sums(c, Ub, partials[k:k + count])
+                k += count
             else:
-                parts[k] = c @ Ub
+                parts[block] = c @ Ub
+        if single:  # exact conversion; float64 sums of chunks of partials, any order
+            exact = partials.astype(np.float64)
+            chunk = _chunk_partials(n, exact.shape[0])
+            ones = np.ones(chunk)
+            parts = np.array([ones[:min(chunk, exact.shape[0] - i)] @ exact[i:i + chunk]
+                              for i in range(0, exact.shape[0], chunk)]).reshape(-1, d)
+            if parts.shape[0] == 0:
+                parts = np.zeros((1, d))
         if parts.shape[0] == 1:
             total = parts[0]
         else:

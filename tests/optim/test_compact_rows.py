@@ -11,7 +11,7 @@ import pytest
 from privtune.exceptions import InvalidParameterError
 from privtune.linear_model import DPLogisticRegression
 from privtune.optim import dp_nesterov
-from privtune.optim._losses import _FLOAT32_SHRINK, MarginLoss, clip_rows, compact_rows
+from privtune.optim._losses import _FLOAT32_SHRINK, _GRADIENT_SHRINK, MarginLoss, clip_rows, compact_rows
 from privtune.svm import DPLinearSVC
 
 
@@ -132,5 +132,5 @@ def test_gradient_blocks_sum_to_the_unblocked_gradient():
     z = rng.choice([-1.0, 1.0], size=20_000)
     w = rng.normal(size=9)
     L = MarginLoss("logistic")
-    direct = X.T @ (L.derivative(z * (X @ w)) * z) / 20_000 * (1 - 2.0**-16) + 0.2 * w  # the gradient's shrink
+    direct = X.T @ (L.derivative(z * (X @ w)) * z) / 20_000 * _GRADIENT_SHRINK + 0.2 * w  # the gradient's shrink
     np.testing.assert_allclose(L.gradient(w, X, z, 0.2), direct, rtol=1e-12, atol=1e-15)

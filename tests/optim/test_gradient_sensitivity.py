@@ -5,17 +5,34 @@ The noise of the DP trainers is calibrated to the sensitivity of the exact mean 
 grid rounding, so the float rounding of the sum over rows must fit inside the sensitivity itself
 (:meth:`privtune.optim._losses.MarginLoss.gradient`, Notes). With a float32 sum over blocks of 65 536 rows
 one replaced row moved the computed mean by up to 1.0027 times the sensitivity on these pairs.
+
+Float32 rows are summed in float32 over sub-blocks of ``_SUB_ROWS`` rows fixed by position, and the partials
+in float64; the proof needs every partial of a sub-block without the replaced row to be the same bits on both
+sides, which the tests below check (other rows changed, the array at another address), together with the
+bound's arithmetic and the error model it rests on.
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
+import privtune.optim._losses as losses_mod
 from privtune.exceptions import InvalidParameterError
-from privtune.optim._losses import _SUM_BUDGET, MarginLoss, _block_rows, compact_rows
+from privtune.optim._losses import (
+    _GRADIENT_SHRINK,
+    _SUB_ROWS,
+    _SUM_BUDGET,
+    MarginLoss,
+    _block_rows,
+    _chunk_partials,
+    _max_rows,
+    _sub_block_sums,
+    compact_rows,
+)
 
 
 def _worst_ratio(loss, U, z, w, sens, ord_, positions):
@@ -28,22 +45,51 @@ def _worst_ratio(loss, U, z, w, sens, ord_, positions):
     return worst
 
 
-@pytest.mark.parametrize("norm", ["l2", "l1"])
-def test_neighbouring_float32_rows_move_the_computed_gradient_by_at_most_the_sensitivity(norm):
-    # the audit's pair: n = 200 000 float32 rows (compact_rows, the estimators' default path), d = 2
+def _audit_pair():
+    """The audit's rows: n = 200 000 float32 rows (compact_rows, the estimators' default path), d = 2."""
     rng = np.random.default_rng(0)
     n, d = 200_000, 2
     X = np.ones(d) / math.sqrt(d) + 0.01 * rng.normal(size=(n, d))
     X /= np.linalg.norm(X, axis=1, keepdims=True)
-    z = np.ones(n)
-    loss = MarginLoss("logistic", 1.0, 0.5)
     U, _ = compact_rows(X, math.sqrt(d), 1.0, mode="rows", owner="t")
+    return np.asarray(U), np.ones(n)
+
+
+@pytest.mark.parametrize("norm", ["l2", "l1"])
+def test_neighbouring_float32_rows_move_the_computed_gradient_by_at_most_the_sensitivity(norm):
+    U, z = _audit_pair()
+    n, d = U.shape
+    loss = MarginLoss("logistic", 1.0, 0.5)
     r = 1.0 if norm == "l2" else math.sqrt(d)  # declared L2 bound 1; L1 bound min(R1, sqrt(d) R2) = sqrt(2)
     sens = 2 * 0.5 * r / n
     positions = list(range(0, n, 1999)) + [n - 1]
     # w = 0: every margin is 0, |c| = kappa on both sides, so the exact difference is the sensitivity
     # (times the rows' 1 - 2**-16 shrink): the pair is the worst case and the test measures something
     worst = _worst_ratio(loss, U, z, np.zeros(d), sens, 2 if norm == "l2" else 1, positions)
+    assert 0.99 < worst <= 1.0, worst
+
+
+def test_the_audit_pair_detects_float32_sums_over_too_many_rows(monkeypatch):
+    """The pair above has power: with float32 sub-blocks of 4 096 rows (a local rounding of about
+    4096**2 2**-24 = 1 times the sensitivity) the computed difference exceeds the sensitivity."""
+    monkeypatch.setattr(losses_mod, "_SUB_ROWS", 4096)
+    U, z = _audit_pair()
+    n, d = U.shape
+    worst = _worst_ratio(MarginLoss("logistic", 1.0, 0.5), U, z, np.zeros(d), 2 * 0.5 / n, 2,
+                         list(range(0, n, 1999)))
+    assert worst > 1.0, worst
+
+
+def test_neighbouring_float32_rows_in_the_last_short_sub_block():
+    # n not a multiple of the sub-block: the last sub-block (3 rows) has its own product; every row at its bound
+    rng = np.random.default_rng(2)
+    n, d = 40_003, 4
+    X = np.abs(rng.normal(size=(n, d))) + 1.0
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    U = np.asarray(compact_rows(X, math.sqrt(d), 1.0, mode="rows", owner="t")[0])
+    loss = MarginLoss("smoothed_hinge", 1.0, 0.5)
+    positions = [0, 31, 32, 20_000, n - 4, n - 3, n - 2, n - 1]
+    worst = _worst_ratio(loss, U, np.ones(n), np.zeros(d), 2 * 0.5 / n, 2, positions)
     assert 0.99 < worst <= 1.0, worst
 
 
@@ -62,27 +108,127 @@ def test_neighbouring_float64_rows_at_the_bound_stay_within_the_sensitivity():
     assert 0.99 < worst <= 1.0, worst
 
 
-def test_block_rows_keep_the_float64_rounding_inside_the_slack():
-    for n, d, itemsize in [(1, 1, 4), (80_000, 21, 4), (80_000, 21, 8), (10**7, 20, 4), (10**8, 3, 4),
-                           (2 * 10**9, 50, 8)]:
-        rows = _block_rows(n, d, itemsize)
-        assert rows >= 1 and n * (rows + 4) <= _SUM_BUDGET
-    assert _block_rows(80_000, 21, 4) == (1 << 19) // (4 * 21)  # the cache-sized block where it fits
-    with pytest.raises(InvalidParameterError):
-        _block_rows(_SUM_BUDGET // 5 + 1, 2, 4)
+def _at_offset(A: np.ndarray, offset: int) -> np.ndarray:
+    """A copy of ``A`` whose data starts ``offset`` bytes after a 64-byte boundary."""
+    raw = np.empty(A.nbytes + 128, dtype=np.uint8)
+    start = (-raw.ctypes.data) % 64 + offset
+    out = raw[start:start + A.nbytes].view(A.dtype).reshape(A.shape)
+    out[...] = A
+    assert out.ctypes.data % 64 == offset
+    return out
 
 
-def test_gradient_is_the_shrunk_float64_mean():
-    """The data term is (1 - 2**-16) times the mean, summed in float64 over several blocks."""
+def test_a_sub_block_partial_does_not_depend_on_the_other_rows_nor_on_the_address():
+    """The proof's step (3): the float32 partial of a sub-block is the same bits whatever the other rows and
+    derivatives are and wherever the arrays are in memory; and a row's margin depends on that row only."""
+    rng = np.random.default_rng(4)
+    m, d = 6 * _SUB_ROWS + 5, 21  # six full sub-blocks and a short one
+    U = rng.normal(size=(m, d)).astype(np.float32)
+    c = rng.uniform(-1.0, 1.0, size=m).astype(np.float32)
+    w = rng.normal(size=d).astype(np.float32)
+    count = -(-m // _SUB_ROWS)
+    base = np.empty((count, d), np.float32)
+    _sub_block_sums(c, U, base)
+    # the partials are the float32 sums of their own rows (not one running sum)
+    exact = np.array([c[i:i + _SUB_ROWS].astype(np.float64) @ U[i:i + _SUB_ROWS].astype(np.float64)
+                      for i in range(0, m, _SUB_ROWS)])
+    np.testing.assert_allclose(base, exact, rtol=1e-5, atol=1e-5)
+    margins = U @ w
+    for k in range(count):
+        rows = np.arange(k * _SUB_ROWS, min(m, (k + 1) * _SUB_ROWS))
+        for trial in range(5):
+            U2 = rng.normal(size=(m, d)).astype(np.float32) * (10.0 ** trial)
+            c2 = rng.uniform(-1.0, 1.0, size=m).astype(np.float32)
+            U2[rows], c2[rows] = U[rows], c[rows]
+            out = np.full((count, d), np.nan, np.float32)
+            _sub_block_sums(c2, U2, out)
+            assert out[k].tobytes() == base[k].tobytes()
+            assert (U2 @ w)[rows].tobytes() == margins[rows].tobytes()
+    for offset in range(4, 64, 4):  # every float32 alignment within a cache line
+        out = np.empty((count, d), np.float32)
+        Uo, co = _at_offset(U, offset), _at_offset(c, offset)
+        _sub_block_sums(co, Uo, out)
+        assert out.tobytes() == base.tobytes()
+        assert (Uo @ _at_offset(w, offset)).tobytes() == margins.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_gradient_does_not_depend_on_the_address_of_the_rows(dtype):
+    rng = np.random.default_rng(5)
+    n, d = 13_337, 21  # two blocks and a short sub-block at the end
+    U = (rng.normal(size=(n, d)) / 5).astype(dtype)
+    z = rng.choice([-1.0, 1.0], size=n)
+    w = rng.normal(size=d)
+    loss = MarginLoss("logistic", 1.0, 0.5)
+    g = loss.gradient(w, U, z, 0.0)
+    for offset in (4, 8, 20, 36, 60):
+        if offset % U.itemsize == 0:
+            assert loss.gradient(w, _at_offset(U, offset), z, 0.0).tobytes() == g.tobytes()
+    # nor on its layout: a Fortran-ordered float32 X stays so in dp_accelerated until clip_rows copies it (in C
+    # order), which happens only if a row is over the bound; the margins' BLAS rounding follows the layout
+    assert loss.gradient(w, np.asfortranarray(U), z, 0.0).tobytes() == g.tobytes()
+
+
+def _gamma(k: int, u: Fraction) -> Fraction:
+    return k * u / (1 - k * u)
+
+
+def test_the_bound_is_below_the_sensitivity_in_exact_arithmetic():
+    """The docstring's final inequality, with the module's constants, at the largest float64 depth allowed."""
+    s = 1 - Fraction(_GRADIENT_SHRINK)
+    u32, u64 = Fraction(1, 2**24), Fraction(1, 2**53)
+    b = _SUB_ROWS
+    clip = 1 + u32  # |c| <= kappa (1 + 2**-24)
+    local = b * _gamma(b, u32)
+    for depth in (3, 1000, _SUM_BUDGET // 4):  # n * depth <= _SUM_BUDGET
+        n = _SUM_BUDGET // depth
+        glob = n * _gamma(depth, u64)
+        ratio32 = (1 - s) * clip * (1 + local + glob * (1 + _gamma(b, u32)))
+        ratio64 = (1 - s) * clip * (1 + glob)
+        assert ratio32 < 1 - Fraction(1, 2**15) and ratio64 < 1 - Fraction(1, 2**15)
+    assert local <= Fraction(1, 2**14) * (1 + Fraction(1, 2**18))
+    # and the slack is what makes it hold: without it the local term alone exceeds the sensitivity
+    assert clip * (1 + local) > 1
+
+
+def test_block_rows_and_chunks_keep_the_rounding_inside_the_slack():
+    for n, d in [(1, 1), (31, 2), (80_000, 21), (10**7, 20), (10**8, 3), (2 * 10**9, 50), (_max_rows(), 2)]:
+        rows32 = _block_rows(n, d, 4)
+        assert rows32 >= _SUB_ROWS and rows32 % _SUB_ROWS == 0
+        rows64 = _block_rows(n, d, 8)
+        assert rows64 >= 1 and n * (rows64 + 3) <= _SUM_BUDGET
+        partials = -(-n // _SUB_ROWS)
+        chunk = _chunk_partials(n, partials)
+        assert 1 <= chunk <= partials and n * (chunk + 2) <= _SUM_BUDGET
+    assert _block_rows(80_000, 21, 4) == (1 << 19) // (4 * 21) // _SUB_ROWS * _SUB_ROWS  # cache-sized
+    assert _chunk_partials(80_000, 2_500) == 2_500  # one float64 chunk at the benchmark's size
+    for itemsize in (4, 8):
+        with pytest.raises(InvalidParameterError):
+            _block_rows(_max_rows() + 1, 2, itemsize)
+
+
+@pytest.mark.parametrize("n", [30_000, 31])
+def test_the_float32_gradient_is_within_the_proven_rounding_of_the_shrunk_mean(n):
+    """The error model behind the bound: ``|H - (1 - s) X / n| <= (1 - s)(gamma32_b + gamma64_{C+2}(1 +
+    gamma32_b)) T / n`` per coordinate, with ``X`` and ``T`` computed exactly from the same derivatives."""
     rng = np.random.default_rng(3)
-    n, d = 30_000, 5
+    d = 5
     X = (rng.normal(size=(n, d)) / 3).astype(np.float32)
     z = rng.choice([-1.0, 1.0], size=n)
     w = rng.normal(size=d)
     loss = MarginLoss("logistic", 1.0, 0.7)
-    c = loss.derivative(z.astype(np.float32) * (X @ w.astype(np.float32))).astype(np.float64) * z
-    exact = (X.astype(np.float64).T @ c) / n * (1.0 - 2.0**-16)
-    # (the blocks' float32 margins may round differently from the one-shot product: rtol 1e-7, far below
-    # the 1.5e-5 of the shrink)
-    np.testing.assert_allclose(loss.gradient(w, X, z, 0.0), exact, rtol=1e-7, atol=1e-16)
-    np.testing.assert_allclose(loss.gradient(w, X, z, 0.1), exact + 0.1 * w, rtol=1e-7, atol=1e-16)
+    rows = _block_rows(n, d, 4)
+    zf, wf = z.astype(np.float32), w.astype(np.float32)
+    c = np.concatenate([loss.derivative(zf[i:i + rows] * (X[i:i + rows] @ wf)) * zf[i:i + rows]
+                        for i in range(0, n, rows)]).astype(np.float64)
+    terms = c[:, None] * X.astype(np.float64)  # exact products of float32 values
+    exact = np.array([math.fsum(col) for col in terms.T])
+    T = np.array([math.fsum(col) for col in np.abs(terms).T])
+    chunk = _chunk_partials(n, -(-n // _SUB_ROWS))
+    g32, g64 = _SUB_ROWS * 2.0**-24 / (1 - _SUB_ROWS * 2.0**-24), (chunk + 2) * 2.0**-53 / (1 - (chunk + 2) * 2.0**-53)
+    bound = _GRADIENT_SHRINK * (g32 + g64 * (1 + g32)) * T / n
+    H = loss.gradient(w, X, z, 0.0)
+    err = np.abs(H - _GRADIENT_SHRINK * exact / n)
+    assert np.all(err <= bound * (1 + 1e-9)), (err, bound)
+    assert np.any(err > 0)  # float32 partials do round here
+    np.testing.assert_allclose(loss.gradient(w, X, z, 0.1), H + 0.1 * w, rtol=0, atol=0)

@@ -160,8 +160,9 @@ def nag_batched(plan, U: np.ndarray, k: int, *, noise: bool = True) -> SimpleNam
         q = x + b * (x - x_prev)
         c = plan.loss.derivative(z[None, :] * (u[None, :] * q.astype(u.dtype)[:, None]))
         c *= z[None, :]
-        # the library sums the rows in float64 and shrinks the data term by 1 - 2**-16 (optim/_losses.py)
-        g = (c.astype(np.float64) * u.astype(np.float64)[None, :]).sum(axis=1) / plan.n * (1.0 - 2.0**-16)
+        # the library sums float32 rows in float32 over sub-blocks of 32 rows (here only the product rounds: one
+        # non-zero row), the partials in float64, and shrinks the data term by 1 - 2**-13 (optim/_losses.py)
+        g = (c * u[None, :]).astype(np.float64).sum(axis=1) / plan.n * (1.0 - 2.0**-13)
         if noise:
             spacing = grids[t][1]
             g_tilde = grid_to_float(round_to_grid(g, spacing, "value", "audit"), ints[t], spacing) + plan.mu * q
@@ -236,7 +237,7 @@ def test_plan_claims_the_budget_and_the_pair_attains_the_sensitivity():
         # step 1 (q = 0): the two batch means differ by the declared sensitivity (up to the float32 shrink)
         d = nag_batched(plan, U_D, 1, noise=False).clean[0, 0]
         dp = nag_batched(plan, U_DP, 1, noise=False).clean[0, 0]
-        assert abs(d - dp) <= sens and abs(d - dp) == pytest.approx(sens, rel=2e-5)
+        assert abs(d - dp) <= sens and abs(d - dp) == pytest.approx(sens, rel=2e-4)  # and 1 - 2**-13
     # the tight pair keeps attaining it at q != 0 (inside the knee); the default one does not
     for kappa, attained in ((KAPPA_TIGHT, True), (KAPPA_DEFAULT, False)):
         plan = make_plan(0, kappa=kappa)
