@@ -506,6 +506,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         # Evaluated here, without a worker pool (below), runs are counted for their seeds; workers cannot share a
         # count, so a candidate evaluated again there gets the same seed (the same fit).
         evaluate_here = self.n_jobs in (None, 1) or in_process
+        count_runs = evaluate_here and method.name not in _RAW_TRAJECTORY  # (see objective; no closure over
+        # the method itself, which holds the study's connection and must not travel to workers)
         train_acc, train_plan, tickets = self._training_role(cfg, method, candidates, budget, n_folds)
         if cfg["method"] != "prescreen":  # prescreen warned before its screening fits
             self._warn_low_utility(method, candidates, scorer)  # before any data is read
@@ -563,7 +565,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             # but the raw-score ones, whose visits to a candidate follow the raw scores (a lipschitz final batch
             # seeded by it fitted each candidate differently on neighbouring sets): there a candidate's fit is
             # always run 0's, f(lambda) one fixed function as their analysis assumes.
-            if evaluate_here and method.name not in _RAW_TRAJECTORY:
+            if count_runs:
                 key = _params_key(params)
                 run = runs_of.get(key, 0)
                 runs_of[key] = run + 1
