@@ -53,7 +53,22 @@ def to_relation(event: ev.PrivacyEvent, relation: str) -> ev.PrivacyEvent:
     A composition's own relation does not speak for the events inside it: they
     are converted one by one (an add/remove event inside a replace-one
     ``ComposedEvent`` still doubles), whatever the container says.
+
+    Any other event with nested events (a sampling or selection wrapper) is
+    bounded from its inner event's guarantee as declared, so every event nested
+    in it, at any depth (inside a composition too), must be declared under the
+    wrapper's own relation; otherwise :class:`UnsupportedEventError` is raised.
+    (Only direct children were checked before: a replace-one
+    ``SampledWithoutReplacementEvent`` around a ``ComposedEvent`` of an
+    add/remove ``LaplaceEvent(1.0)`` was charged 1.0 instead of 2.0.)
     """
+    if event.children() and not isinstance(event, (ev.ComposedEvent, ev.SelfComposedEvent)):
+        odd = [n for c in event.children() for n in ev._other_relations(c, event.relation)]
+        if odd:  # a wrapper's bound (selection, sampling) is computed for its inner event as declared
+            raise UnsupportedEventError(
+                f"{type(event).__name__} of relation {event.relation!r} wraps {odd} declared under another "
+                "relation (at any depth, inside compositions too); declare every nested event under the "
+                "wrapper's relation (convert it first).")
     if event.relation == relation:
         if isinstance(event, ev.ComposedEvent):
             inner = tuple(to_relation(e, relation) for e in event.events)
@@ -61,11 +76,6 @@ def to_relation(event: ev.PrivacyEvent, relation: str) -> ev.PrivacyEvent:
         if isinstance(event, ev.SelfComposedEvent):
             inner_one = to_relation(event.event, relation)
             return event if inner_one == event.event else dataclasses.replace(event, event=inner_one)
-        odd = [type(c).__name__ for c in event.children() if c.relation != event.relation]
-        if odd:  # a wrapper's bound (selection, sampling) is computed for its inner event as declared
-            raise UnsupportedEventError(
-                f"{type(event).__name__} of relation {event.relation!r} wraps {odd} declared under another "
-                "relation; declare the inner event under the wrapper's relation (convert it first).")
         return event
     if "offsets_linf" in (event.relation, relation):
         raise UnsupportedEventError(

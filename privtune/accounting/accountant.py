@@ -185,16 +185,42 @@ class Accountant:
         return self._ledger.entries()
 
     def __len__(self) -> int:
-        return self._state.n
+        with self._lock:
+            return self._synced().n
+
+    def _synced(self) -> _State:
+        """The composition state, first extended by charges another accountant recorded on the same ledger.
+
+        Call with ``self._lock`` held. A ledger only grows; each entry is folded
+        in once. The charge itself is protected by :meth:`Ledger.append`'s
+        compare-and-swap (``expected_index``), so a charge that races this
+        re-read is refused, never recorded unchecked.
+        """
+        n = len(self._ledger)
+        if n != self._state.n:
+            entries = self._ledger.entries()
+            if len(entries) < self._state.n:
+                from privtune.exceptions import LedgerError
+
+                raise LedgerError(
+                    f"The ledger holds {len(entries)} charge(s) but this accountant counted {self._state.n}: it "
+                    "was truncated or replaced. Nothing was spent.")
+            state = self._state
+            for entry in entries[state.n:]:
+                state = state.extended(entry.event)
+            self._state = state
+        return self._state
 
     @property
     def guarantee(self) -> str:
         """``"conditional"`` if any charged event's guarantee is conditional, else ``"unconditional"``."""
-        return "conditional" if self._state.conditional else "unconditional"
+        with self._lock:
+            return "conditional" if self._synced().conditional else "unconditional"
 
     @property
     def spent(self) -> Budget:
         with self._lock:
+            self._synced()
             if self._spent_cache is None or self._spent_cache[0] != self._state.n:
                 eps, delta, _ = self._state.bound(self._budget.delta)
                 if eps > self._budget.epsilon * (1 + BUDGET_RTOL):  # the tie-break preferred a pure bound over
@@ -215,7 +241,8 @@ class Accountant:
         if not 0 <= delta < 1:
             raise InvalidParameterError(
                 f"The 'delta' parameter of get_epsilon must be in [0, 1). Got {delta!r} instead.")
-        eps, d, _ = self._state.bound(delta)
+        with self._lock:
+            eps, d, _ = self._synced().bound(delta)
         return eps if d <= delta * (1 + BUDGET_RTOL) else math.inf
 
     # -- the protocol -----------------------------------------------------------------
@@ -239,7 +266,7 @@ class Accountant:
     def _trial(self, event: PrivacyEvent) -> tuple[_State, Budget]:
         if not isinstance(event, PrivacyEvent):
             raise InvalidParameterError(f"Only PrivacyEvent objects can be charged; got {type(event).__name__}.")
-        trial = self._state.extended(event)
+        trial = self._synced().extended(event)
         eps, delta, _ = trial.bound(self._budget.delta, epsilon_ceiling=self._budget.epsilon)
         total = Budget(eps, min(delta, math.nextafter(1.0, 0.0)))
         if not (eps <= self._budget.epsilon * (1 + BUDGET_RTOL)
@@ -248,7 +275,8 @@ class Accountant:
             hint = ""
             if self._budget.delta == 0 and (math.isinf(eps) or delta > 0):
                 hint = (" This event needs delta > 0 (e.g. the Gaussian mechanism, or random stopping's capped law "
-                        "of the number of runs, which costs a delta below 1e-28) but the budget's delta is 0.")
+                        "of the number of runs, which costs a delta of (1 + e^eps) 2**-100) but the budget's delta "
+                        "is 0.")
             raise BudgetExceededError(
                 f"Charging {_describe(event)} would bring the privacy spent to epsilon={eps:.6g}, "
                 f"delta={delta:.3g}, over the budget epsilon={self._budget.epsilon:.6g}, "
@@ -318,13 +346,15 @@ class Accountant:
         if not isinstance(phase, str):
             raise InvalidParameterError(f"The 'phase' parameter of spend must be a str. Got {phase!r}.")
         with self._lock:
+            self._synced()  # count what other accountants on this ledger charged (a shared ledger, one budget)
             if reservation is not None and reservation._covers(event, self._state.n, self):
                 if not isinstance(event, PrivacyEvent):  # pragma: no cover - covers() implies it
                     raise InvalidParameterError("Only PrivacyEvent objects can be charged.")
                 trial = self._state.extended(event)  # bound already checked for the whole plan
             else:
                 trial, _ = self._trial(event)
-            entry = self._ledger.append(event, phase=phase, role=role)  # durable before returning
+            # durable before returning; compare-and-swap: refused if the ledger grew since the check
+            entry = self._ledger.append(event, phase=phase, role=role, expected_index=self._state.n)
             self._state = trial
             if reservation is not None:
                 reservation._advance(event, self._state.n)
@@ -349,10 +379,37 @@ class Accountant:
         return (f"Accountant(budget={self._budget!r}, relation={self.relation!r}, "
                 f"n_events={self._state.n}, ledger={type(self._ledger).__name__})")
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Accountant:
+        """The accountant itself: it is a handle on one budget, and a copy would be a second budget.
+
+        scikit-learn's ``clone`` deep-copies the parameters that are not
+        estimators, so before this every clone of an estimator holding an
+        accountant (each fold of ``cross_val_score``, each ``clone`` of a
+        ``PrivateSearchCV``) charged a fresh copy, and the user's accountant
+        recorded nothing. Clones now share the accountant (``clone``'s identity
+        check accepts it), and their fits are charged to the one budget.
+        """
+        memo[id(self)] = self
+        return self
+
+    def __copy__(self) -> Accountant:
+        """The accountant itself (see :meth:`__deepcopy__`)."""
+        return self
+
     def __getstate__(self) -> dict[str, Any]:
+        """Pickle as a read-only snapshot: the copy reports what was spent but cannot spend.
+
+        A pickled accountant travels to another process (joblib workers) or to
+        disk; a copy that could spend would be a second, independent budget. So
+        every ledger travels as a :class:`~privtune.accounting.ledger.DetachedLedger`:
+        :meth:`spend` on the unpickled copy raises
+        :class:`~privtune.exceptions.LedgerError` (nothing spent). For a
+        :class:`~privtune.accounting.ledger.SQLiteLedger` the study can be
+        reopened by its path; an in-memory ledger cannot be continued elsewhere.
+        """
         state = self.__dict__.copy()
         state["_lock"] = None
-        if hasattr(self._ledger, "detached"):  # a database connection cannot travel: keep a read-only snapshot
+        if hasattr(self._ledger, "detached"):  # a database connection cannot travel, nor a second budget
             state["_ledger"] = self._ledger.detached()
         return state
 

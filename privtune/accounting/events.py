@@ -299,12 +299,14 @@ class PoissonSampledEvent(PrivacyEvent):
     def __post_init__(self) -> None:
         super().__post_init__()
         _check_event(self.event, "event", "PoissonSampledEvent")
-        if self.relation != "add_remove" or self.event.relation != "add_remove":
+        odd = _other_relations(self.event, "add_remove")
+        if self.relation != "add_remove" or odd:
             raise InvalidParameterError(
                 "PoissonSampledEvent: amplification by Poisson subsampling is analysed under add/remove; declare "
-                "the event and its inner event with relation='add_remove' (under replace-one the amplified bound does "
-                "not hold in general). Got relation="
-                f"{self.relation!r}, inner relation={self.event.relation!r}.")
+                "the event and its inner event (and every event nested in it) with relation='add_remove' (under "
+                "replace-one the amplified bound does not hold in general). Got relation="
+                f"{self.relation!r}, inner relation={self.event.relation!r}"
+                + (f", nested events of another relation: {odd}." if odd else "."))
         object.__setattr__(self, "sample_rate",
                            check_real(self.sample_rate, "sample_rate", low=0.0, high=1.0,
                                       closed="right", owner="PoissonSampledEvent"))
@@ -337,11 +339,13 @@ class SampledWithoutReplacementEvent(PrivacyEvent):
     def __post_init__(self) -> None:
         super().__post_init__()
         _check_event(self.event, "event", "SampledWithoutReplacementEvent")
-        if self.relation != "replace_one" or self.event.relation != "replace_one":
+        odd = _other_relations(self.event, "replace_one")
+        if self.relation != "replace_one" or odd:
             raise InvalidParameterError(
                 "SampledWithoutReplacementEvent: amplification by sampling without replacement is analysed under "
-                "replace-one (fixed n); declare the event and its inner event with relation='replace_one'. Got "
-                f"relation={self.relation!r}, inner relation={self.event.relation!r}.")
+                "replace-one (fixed n); declare the event and its inner event (and every event nested in it) with "
+                f"relation='replace_one'. Got relation={self.relation!r}, inner relation={self.event.relation!r}"
+                + (f", nested events of another relation: {odd}." if odd else "."))
         n = check_integer(self.dataset_size, "dataset_size", low=1, owner="SampledWithoutReplacementEvent")
         m = check_integer(self.sample_size, "sample_size", low=1, high=n,
                           owner="SampledWithoutReplacementEvent")
@@ -420,11 +424,13 @@ class RepeatAndSelectEvent(PrivacyEvent):
     ``(2 + eta) epsilon``-DP (P&S Thm. 2, corollary; eta = 1 is Liu & Talwar's 3
     epsilon). The RDP accountant uses the full Theorems 2 and 6.
 
-    Those bounds are for the uncapped law of K. privtune samples K from the law
-    conditioned on ``K <= max_runs`` (:func:`privtune.accounting.selection.repetition_cap`),
-    within total variation ``truncation_mass()`` (at most 2**-100) of it, so the
-    accountant adds ``(1 + e**eps) * truncation_mass()`` to the delta of any total
-    that contains this event (a coupling of the two laws). :meth:`epsilon_delta`
+    Those bounds are for the uncapped law of K. privtune samples K exactly
+    (integer arithmetic) from the law conditioned on ``K <= max_runs``, held at
+    2**-160 resolution (:func:`privtune.accounting.selection.repetition_cap`),
+    proven within total variation ``truncation_mass()`` (2**-100, covering the
+    cap's tail and the rounding) of it, so the accountant adds
+    ``(1 + e**eps) * truncation_mass()`` to the delta of any total that
+    contains this event (a coupling of the two laws). :meth:`epsilon_delta`
     is the uncapped bound, like every other event's own guarantee.
     """
 
@@ -452,7 +458,7 @@ class RepeatAndSelectEvent(PrivacyEvent):
         return repetition_cap(self.mean, self.shape)[0]
 
     def truncation_mass(self) -> float:
-        """An upper bound on the mass the cap removes from the uncapped law of K."""
+        """An upper bound on the total variation between the law of K sampled and the uncapped law."""
         from privtune.accounting.selection import repetition_cap
 
         return repetition_cap(self.mean, self.shape)[1]
@@ -584,6 +590,25 @@ class RenyiEvent(PrivacyEvent):
                 "(the conversion halves the order).")
         return RenyiEvent(orders=tuple(a for a, _ in pairs), epsilons=tuple(e for _, e in pairs),
                           relation="replace_one", guarantee=self.guarantee, label=self.label)
+
+
+def _other_relations(event: PrivacyEvent, relation: str) -> list[str]:
+    """Names of ``event`` and of every event nested in it, at any depth, not declared under ``relation``.
+
+    A wrapper's bound (sampling amplification, private selection) is computed
+    from its inner event's own guarantee *as declared*: an event nested under a
+    ``ComposedEvent`` or ``SelfComposedEvent`` inside the wrapper counts as much
+    as a direct child (a composition's ``epsilon_delta`` sums its parts'
+    declared values whatever their relation).
+    """
+    out: list[str] = []
+    stack = [event]
+    while stack:
+        e = stack.pop()
+        if e.relation != relation:
+            out.append(type(e).__name__)
+        stack.extend(e.children())
+    return out
 
 
 def _check_event(value: Any, name: str, owner: str) -> None:

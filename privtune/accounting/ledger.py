@@ -4,7 +4,7 @@ A ledger is an append-only sequence of :class:`LedgerEntry` records. The
 :class:`~privtune.accounting.Accountant` appends an entry only after the charge
 has passed the budget check, and returns only after :meth:`Ledger.append` has
 returned -- which for :class:`SQLiteLedger` means the row is committed to disk
-(SQLite with ``synchronous=FULL``). A caller must therefore spend *first* and read
+(SQLite with ``synchronous=EXTRA``). A caller must therefore spend *first* and read
 the data *second*; a crash between the two wastes budget but can never spend
 more than was recorded (write-ahead accounting).
 
@@ -73,11 +73,35 @@ class Ledger(ABC):
 
     Subclasses must make :meth:`append` durable before returning, and must raise
     :class:`~privtune.exceptions.LedgerError` (recording nothing) if they cannot.
+    :meth:`append` is a compare-and-swap: given ``expected_index``, it records
+    the charge only if the ledger holds exactly that many entries at the moment
+    of writing, atomically, and raises :class:`~privtune.exceptions.LedgerError`
+    otherwise. The :class:`~privtune.accounting.Accountant` always passes the
+    number of charges its budget check counted, so a charge checked against a
+    stale view of the ledger (another accountant on the same ledger spent in
+    between) is never recorded.
     """
 
     @abstractmethod
-    def append(self, event: PrivacyEvent, *, phase: str = "", role: str | None = None) -> LedgerEntry:
-        """Record a charge durably and return its entry."""
+    def append(self, event: PrivacyEvent, *, phase: str = "", role: str | None = None,
+               expected_index: int | None = None) -> LedgerEntry:
+        """Record a charge durably and return its entry.
+
+        Parameters
+        ----------
+        event : PrivacyEvent
+        phase : str, default=""
+        role : str or None, default=None
+        expected_index : int or None, default=None
+            The index the new entry must get (the number of entries the caller
+            checked its budget against). ``None`` appends without that check.
+
+        Raises
+        ------
+        LedgerError
+            If the charge cannot be recorded durably, or the ledger does not
+            hold exactly ``expected_index`` entries; nothing is recorded.
+        """
 
     @abstractmethod
     def entries(self) -> tuple[LedgerEntry, ...]:
@@ -85,6 +109,15 @@ class Ledger(ABC):
 
     def __len__(self) -> int:
         return len(self.entries())
+
+    def _refuse_stale(self, expected_index: int | None, n: int, where: str) -> None:
+        """Raise :class:`LedgerError` unless ``expected_index`` is None or equals ``n`` (the compare of the CAS)."""
+        if expected_index is not None and expected_index != n:
+            raise LedgerError(
+                f"The charge was checked against {expected_index} recorded charge(s) but {where} holds {n}: "
+                "another accountant (or ledger object) on the same ledger has charged it in between. Nothing "
+                "was spent; do not access the data. Charge the ledger through one Accountant (it re-reads the "
+                "ledger before every check).")
 
     def __iter__(self):
         return iter(self.entries())
@@ -101,16 +134,25 @@ class InMemoryLedger(Ledger):
         self._entries: list[LedgerEntry] = []
         self._lock = threading.Lock()
 
-    def append(self, event: PrivacyEvent, *, phase: str = "", role: str | None = None) -> LedgerEntry:
+    def append(self, event: PrivacyEvent, *, phase: str = "", role: str | None = None,
+               expected_index: int | None = None) -> LedgerEntry:
         if not isinstance(event, PrivacyEvent):
             raise InvalidParameterError(f"Only PrivacyEvent objects can be charged; got {type(event).__name__}.")
         with self._lock:
+            self._refuse_stale(expected_index, len(self._entries), "the in-memory ledger")
             entry = LedgerEntry(index=len(self._entries), event=event, phase=phase, role=role)
             self._entries.append(entry)
         return entry
 
     def entries(self) -> tuple[LedgerEntry, ...]:
         return tuple(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def detached(self) -> DetachedLedger:
+        """A read-only snapshot of the charges recorded so far (see :class:`DetachedLedger`)."""
+        return DetachedLedger(self._entries, source="an in-memory ledger (in another process or object)")
 
     def __getstate__(self) -> dict[str, Any]:
         return {"_entries": list(self._entries)}
@@ -154,10 +196,15 @@ def _chain(digest: str, idx: int, payload: str, phase: str, role: str | None) ->
 def durable_connection(path: str) -> sqlite3.Connection:
     """A connection whose every committed transaction is in the main database file when COMMIT returns.
 
-    Rollback-journal mode (``journal_mode=DELETE``) with ``synchronous=FULL``:
+    Rollback-journal mode (``journal_mode=DELETE``) with ``synchronous=EXTRA``:
     a commit writes the pages to the database file itself and syncs it, so a
     copy of the ``.sqlite`` file alone, or the loss of any side file, keeps every
-    committed charge. (Write-ahead-log mode, used before, could leave committed
+    committed charge. ``EXTRA`` (not ``FULL``) also syncs the directory after
+    the rollback journal is deleted, which is what commits the transaction in
+    this mode: with ``FULL`` a power loss right after COMMIT returned could
+    leave the journal's directory entry on disk, and the next open would roll
+    the last charge back (SQLite documents ``EXTRA`` as the durable setting for
+    ``journal_mode=DELETE``). (Write-ahead-log mode, used before, could leave committed
     charges only in the ``-wal`` file after a crash.) A file still in WAL mode
     from an older privtune is checkpointed and converted on open; that needs no
     other connection to hold it open.
@@ -173,7 +220,12 @@ def durable_connection(path: str) -> sqlite3.Connection:
         conn.close()
         raise sqlite3.OperationalError(
             f"could not switch {path!r} to rollback-journal mode (it is in {mode!r} mode and open elsewhere)")
-    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA synchronous=EXTRA")
+    if conn.execute("PRAGMA synchronous").fetchone()[0] != 3:  # 3 = EXTRA (SQLite >= 3.12)
+        conn.close()
+        raise sqlite3.OperationalError(
+            f"could not set synchronous=EXTRA on {path!r}: this SQLite ({sqlite3.sqlite_version}) cannot make "
+            "a committed charge durable against a power loss")
     return conn
 
 
@@ -192,7 +244,7 @@ class SQLiteLedger(Ledger):
     Notes
     -----
     Every :meth:`append` is one committed transaction in rollback-journal mode
-    with ``PRAGMA synchronous=FULL`` (:func:`durable_connection`), so the entry
+    with ``PRAGMA synchronous=EXTRA`` (:func:`durable_connection`), so the entry
     is in the main database file -- surviving a crash, a ``SIGKILL``, and a copy
     of that file alone -- as soon as ``append`` returns. The same transaction
     updates the study's ledger head (length and a SHA-256 hash chain of the
@@ -255,15 +307,23 @@ class SQLiteLedger(Ledger):
         self._digest = digest
         return entries
 
-    def append(self, event: PrivacyEvent, *, phase: str = "", role: str | None = None) -> LedgerEntry:
+    def append(self, event: PrivacyEvent, *, phase: str = "", role: str | None = None,
+               expected_index: int | None = None) -> LedgerEntry:
         if not isinstance(event, PrivacyEvent):
             raise InvalidParameterError(f"Only PrivacyEvent objects can be charged; got {type(event).__name__}.")
         with self._lock:
+            self._refuse_stale(expected_index, len(self._entries), f"study {self.study!r} in {self.path!r}")
             entry = LedgerEntry(index=len(self._entries), event=event, phase=phase, role=role)
             payload = json.dumps(event.to_dict(), sort_keys=True)
             digest = _chain(self._digest, entry.index, payload, phase, role)
             try:
                 self._conn.execute("BEGIN IMMEDIATE")
+                head = self._conn.execute("SELECT n FROM privtune_ledger_head WHERE study = ?",
+                                          (self.study,)).fetchone()
+                if (0 if head is None else head[0]) != entry.index:  # another object or process appended
+                    self._conn.execute("ROLLBACK")
+                    self._refuse_stale(entry.index, 0 if head is None else head[0],
+                                       f"study {self.study!r} in {self.path!r} (on disk)")
                 self._conn.execute(
                     "INSERT INTO privtune_ledger (study, idx, event, phase, role) VALUES (?, ?, ?, ?, ?)",
                     (self.study, entry.index, payload, phase, role),
@@ -288,6 +348,9 @@ class SQLiteLedger(Ledger):
     def entries(self) -> tuple[LedgerEntry, ...]:
         return tuple(self._entries)
 
+    def __len__(self) -> int:
+        return len(self._entries)
+
     def close(self) -> None:
         """Close the database connection."""
         self._conn.close()
@@ -308,12 +371,15 @@ class SQLiteLedger(Ledger):
 class DetachedLedger(Ledger):
     """A read-only snapshot of another ledger's charges: it reports, it never records.
 
-    What an :class:`~privtune.accounting.Accountant` on a :class:`SQLiteLedger`
-    becomes when it is pickled (e.g. inside a fitted ``PrivateSearchCV`` with
-    ``storage=``): the copy can say what was spent, but a charge through it
-    could not be made durable in the study, so :meth:`append` refuses it with
+    What an :class:`~privtune.accounting.Accountant` becomes when it is pickled
+    (e.g. inside a fitted ``PrivateSearchCV``, or sent to a joblib worker
+    process): the copy can say what was spent, but a charge through it would
+    not count against the original budget (for a :class:`SQLiteLedger`, could
+    not be made durable in the study), so :meth:`append` refuses it with
     :class:`~privtune.exceptions.LedgerError` and nothing is spent. To spend
-    more, reopen the study by its path.
+    more, use the original accountant, or reopen the study by its path. (An
+    accountant on an :class:`InMemoryLedger` used to unpickle as a copy that
+    could spend the same budget a second time.)
 
     Parameters
     ----------
@@ -327,11 +393,13 @@ class DetachedLedger(Ledger):
         self._entries = tuple(entries)
         self.source = str(source)
 
-    def append(self, event: PrivacyEvent, *, phase: str = "", role: str | None = None) -> LedgerEntry:
+    def append(self, event: PrivacyEvent, *, phase: str = "", role: str | None = None,
+               expected_index: int | None = None) -> LedgerEntry:
         raise LedgerError(
-            f"This ledger is a read-only snapshot of {self.source} (an accountant that was pickled or copied "
-            "away from its study): it cannot record a charge durably, so nothing is spent. Reopen the study "
-            "by its path to spend more.")
+            f"This ledger is a read-only snapshot of {self.source} (an accountant that was pickled away from "
+            "its ledger, e.g. to another process): a charge here would not count against the original budget, "
+            "so nothing is spent. Spend through the original accountant (a SQLite study can be reopened by its "
+            "path).")
 
     def entries(self) -> tuple[LedgerEntry, ...]:
         return self._entries

@@ -26,14 +26,18 @@ K must be drawn from a secret, secure source: use :func:`sample_repetitions`.
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 import math
+from fractions import Fraction
+from typing import NamedTuple
 
 import numpy as np
 
 from privtune.accounting import rdp_math
 from privtune.exceptions import InvalidParameterError
-from privtune.utils._random import RandomStateLike, check_random_state
+from privtune.utils._random import RandomSource, RandomStateLike, check_random_state
 from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
 
 __all__ = [
@@ -122,74 +126,164 @@ def repeat_and_select_epsilon(
     return rdp_math.rdp_to_epsilon(orders, curve, d)
 
 
-#: The law of K is cut where the untruncated tail mass is below this (and renormalised): see
-#: :func:`repetition_cap`.
+#: The total variation between the law of K that :func:`sample_repetitions` draws from and the uncapped law the
+#: selection bounds are proven for is at most this: see :func:`repetition_cap`.
 REPETITION_TAIL = 2.0**-100
+
+#: Fixed-point resolution (bits) of the integer weights K is drawn from (raised if the rounding bound needs it).
+_WEIGHT_BITS = 160
+_HALF_TAIL = 101  # the cap's tail and the weights' rounding are each kept below 2**-101 (sum: 2**-100)
+
+
+class _RepetitionLaw(NamedTuple):
+    """The exact law :func:`sample_repetitions` draws K from: ``P[K = k] = weights[k] / total`` (internal)."""
+
+    cumulative: tuple[int, ...]  # cumulative[k] = weights[0] + ... + weights[k]
+    total: int
+    deviation: Fraction  # upper bound on the total variation to the uncapped law
+    pmf: np.ndarray  # float view, for reports and tests
 
 
 def repetition_cap(mean: float, shape: float) -> tuple[int, float]:
-    """The hard cap on the number of runs K and the tail mass the cap removes (public).
+    """The hard cap on the number of runs K and the total variation the accountant charges for it (public).
 
-    Random stopping draws K from the truncated-negative-binomial (or Poisson)
-    law of Papernot & Steinke **conditioned on K <= max_runs**, so no run beyond
-    the cap can happen. The guarantee is stated for that capped law: it is
-    within total variation ``p`` of the uncapped one (conditioning on an event of
-    probability ``1 - p``, whatever the data), so a computation that is
-    ``(eps, delta)``-DP with the uncapped law is ``(eps, delta + (1 + e**eps) p)``-DP
-    with the capped one (couple the two draws of K; they differ with
-    probability at most p). The accountant adds this term
-    (:class:`~privtune.accounting.RepeatAndSelectEvent`).
+    Random stopping draws K from an exactly specified law on ``0..max_runs``
+    (see :func:`sample_repetitions`): the truncated-negative-binomial (or
+    Poisson) law of Papernot & Steinke conditioned on ``K <= max_runs``, its
+    weights held as integers at 2**-160 resolution (or finer). Its total
+    variation to the uncapped law is at most ``p = 2**-100``: the cap's tail and
+    the rounding of the weights are each bounded below 2**-101 by exact integer
+    arithmetic. A computation that is ``(eps, delta)``-DP with the uncapped
+    law is therefore ``(eps, delta + (1 + e**eps) p)``-DP with the law sampled
+    (couple the two draws of K; they differ with probability at most p). The
+    accountant adds this term (:class:`~privtune.accounting.RepeatAndSelectEvent`).
+
+    The target law is the one of the floating-point gamma that
+    :func:`privtune.accounting.rdp_math.truncated_negative_binomial_gamma`
+    returns for ``mean`` (taken as an exact rational). Until this version K was
+    drawn by a floating-point inverse CDF with a 53-bit uniform, about 1e-14 in
+    total variation from the law (the charged 2**-100 did not cover it).
 
     Returns
     -------
     max_runs : int
     tail_mass : float
-        An upper bound on P[K > max_runs] under the uncapped law (at most 2**-100).
+        The total variation charged, ``2**-100``: an upper bound on the total
+        variation between the law sampled and the uncapped law.
     """
-    pmf = _repetition_pmf(float(mean), float(shape))
-    return len(pmf) - 1, REPETITION_TAIL
+    law = _repetition_law(float(mean), float(shape))
+    return len(law.cumulative) - 1, REPETITION_TAIL
+
+
+def _repetition_pmf(mean: float, shape: float) -> np.ndarray:
+    """pmf of K over ``0..max_runs`` (float view of the exact law sampled; see :func:`_repetition_law`)."""
+    return _repetition_law(float(mean), float(shape)).pmf
 
 
 @functools.lru_cache(maxsize=64)
-def _repetition_cdf(mean: float, shape: float) -> np.ndarray:
-    cdf = np.cumsum(_repetition_pmf(mean, shape))
-    cdf.setflags(write=False)
-    return cdf
+def _repetition_law(mean: float, shape: float) -> _RepetitionLaw:
+    """The capped law of K as integer weights, with a proven bound on its distance to the uncapped law.
 
-
-@functools.lru_cache(maxsize=64)
-def _repetition_pmf(mean: float, shape: float, tail: float = REPETITION_TAIL) -> np.ndarray:
-    """pmf of K over 0..k_max: the law conditioned on K <= k_max, where the cut mass is provably below ``tail``.
-
-    Both laws have term ratios ``r_k = w_{k+1} / w_k`` that decrease in k; once
-    ``r_k < 1`` the unlisted mass is at most ``w_k r_k / (1 - r_k)`` (a geometric
-    series), and the loop stops when that is below ``tail`` times the listed
-    mass; the listed weights are then renormalised (conditioning).
+    Weights ``x_k`` of the uncapped law (up to a common factor) satisfy
+    ``x_{k+1} = x_k r_k`` with a rational ratio: ``r_k = (k + eta)(1 - gamma)/(k + 1)``
+    for the truncated negative binomial (``|eta|`` for eta < 0, 1 for eta = 0 at
+    k = 1, K >= 1), ``mean / (k + 1)`` for the Poisson law (K >= 0); eta, gamma
+    and the mean are floats, hence exact dyadic rationals. With
+    ``x_first = 2**bits``, the integer weights ``W_{k+1} = floor(W_k r_k)`` satisfy
+    ``0 <= x_k - W_k <= e_k`` with ``e_{k+1} = ceil(e_k r_k) + 1`` (exact integer
+    arithmetic). The tail beyond ``k`` is at most ``x_k rho / (1 - rho)`` for any
+    ``rho < 1`` bounding every later ratio (``r_k`` itself when the ratios do not
+    increase: eta >= 1 or Poisson; ``1 - gamma`` when eta < 1, where they
+    increase towards it). The law is cut at the first ``k`` where that bound is
+    below ``2**-101`` times the listed weight ``S``. With ``E = sum e_k`` and ``T``
+    the tail bound, the total variation between ``W / S`` and the uncapped law
+    is at most ``(E + T) / S`` (``W <= x`` entrywise and ``S <= sum x``); the
+    resolution is raised until ``E <= 2**-101 S``.
     """
-    weights: list[float] = []
-    if math.isinf(shape):  # Poisson(mean), K = 0 allowed (outputs nothing)
-        k, w = 0, math.exp(-mean)
-        ratio = lambda k: mean / (k + 1)  # noqa: E731
-    else:
-        gamma = rdp_math.truncated_negative_binomial_gamma(mean, shape)
-        weights.append(0.0)  # K >= 1
-        # P[K = k] proportional to C(k + eta - 1, k) (1 - gamma)^k; eta = 0: (1 - gamma)^k / k.
-        k, w = 1, (shape if shape != 0 else 1.0) * (1 - gamma)
-        ratio = lambda k: ((k + shape) / (k + 1)) * (1 - gamma)  # noqa: E731
-    total = math.fsum(weights)  # a running sum: re-summing every weight made large means quadratic
+    bits = _WEIGHT_BITS
     while True:
-        weights.append(w)
-        total += w
-        r = ratio(k)
-        if r < 1 and w * r / (1 - r) < tail * total:
+        law = _build_repetition_law(mean, shape, bits)
+        if law is not None:
+            return law
+        bits += 64  # pragma: no cover - 160 bits suffice for every mean up to the 10**7-run guard
+
+
+def _build_repetition_law(mean: float, shape: float, bits: int) -> _RepetitionLaw | None:
+    if math.isinf(shape):  # Poisson(mean), K = 0 allowed (outputs nothing)
+        m = Fraction(mean)
+        first = 0
+
+        def ratio(k: int) -> tuple[int, int]:
+            return m.numerator, m.denominator * (k + 1)
+
+        def tail_ratio(k: int) -> tuple[int, int]:
+            return ratio(k)  # decreasing in k
+    else:
+        g = Fraction(rdp_math.truncated_negative_binomial_gamma(mean, shape))
+        eta = Fraction(shape)
+        q = 1 - g
+        first = 1  # K >= 1
+        # P[K = k] proportional to C(k + eta - 1, k) (1 - gamma)^k; eta = 0: (1 - gamma)^k / k.
+
+        def ratio(k: int) -> tuple[int, int]:
+            return ((k * eta.denominator + eta.numerator) * q.numerator,
+                    (k + 1) * eta.denominator * q.denominator)
+
+        def tail_ratio(k: int) -> tuple[int, int]:
+            return ratio(k) if eta >= 1 else (q.numerator, q.denominator)
+    w, e = 1 << bits, 0
+    weights = [0] * first + [w]
+    total, err = w, 0
+    k = first
+    while True:
+        a, b = tail_ratio(k)
+        if a < b and ((w + e) * a) << _HALF_TAIL <= total * (b - a):
             break
         if k > 10**7:  # pragma: no cover - only for absurd means
             raise InvalidParameterError("The mean number of repetitions is too large to sample.")
-        w *= r
+        p, d = ratio(k)
+        w, e = (w * p) // d, -((-e * p) // d) + 1
+        weights.append(w)
+        total += w
+        err += e
         k += 1
-    arr = np.array(weights) / math.fsum(weights)
-    arr.setflags(write=False)
-    return arr
+    if err << _HALF_TAIL > total:
+        return None
+    deviation = Fraction(err, total) + Fraction((w + e) * a, (b - a) * total)
+    assert deviation <= Fraction(REPETITION_TAIL)
+    cumulative = tuple(itertools.accumulate(weights))
+    pmf = np.array([x / total for x in weights])
+    pmf.setflags(write=False)
+    return _RepetitionLaw(cumulative, total, deviation, pmf)
+
+
+def _draw_repetitions(law: _RepetitionLaw, source: RandomSource, n: int) -> np.ndarray:
+    """``n`` exact draws from ``law`` by inverse CDF over a lazily extended uniform binary fraction.
+
+    A uniform ``u`` in [0, 1) is read 62 bits at a time; K is the number of
+    cumulative weights ``C_j <= u S``, decided as soon as the dyadic interval the
+    bits read so far pin ``u`` to lies inside one step of the CDF (exact
+    integer comparisons), so ``P[K = k] = W_k / S`` exactly.
+    """
+    cum, total = law.cumulative, law.total
+    chunks = -(-(total.bit_length() + 16) // 62)  # 16 spare bits: one more chunk is needed with probability < 2**-16
+    drawn = source.integers_below(np.full((n, chunks), 2**62, dtype=np.int64))
+    out = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        v = 0
+        for c in drawn[i]:
+            v = (v << 62) | int(c)
+        width = 62 * chunks
+        while True:
+            low = (v * total) >> width  # floor of u S at the interval's left end
+            high = -((-(v + 1) * total) >> width)  # ceil of u S at its right end
+            k = bisect.bisect_right(cum, low)
+            if k == bisect.bisect_left(cum, high):
+                break
+            v = (v << 62) | int(source.integers_below(np.full(1, 2**62, dtype=np.int64))[0])
+            width += 62
+        out[i] = k
+    return out
 
 
 def sample_repetitions(
@@ -217,16 +311,18 @@ def sample_repetitions(
     -----
     **Privacy.** K is data-independent, but the guarantees of
     :func:`papernot_steinke_epsilon` assume it is hidden from the adversary:
-    never log or report it for a secure run. Sampling is by inverse CDF with an
-    exact 53-bit uniform from the law conditioned on ``K <= max_runs``
-    (:func:`repetition_cap`): K can never exceed the cap, and the cap's cost (a
-    tail mass below 2**-100) is accounted for by the accountant.
+    never log or report it for a secure run. K is drawn exactly (integer
+    arithmetic, uniform bits read until the draw is decided) from an exactly
+    specified law on ``0..max_runs`` (:func:`repetition_cap`) within total
+    variation 2**-100 of the uncapped law, which the accountant charges: K can
+    never exceed the cap. (Before, K was drawn by a floating-point inverse CDF
+    with a 53-bit uniform, about 1e-14 away from that law, and values of K near
+    the cap could not be drawn at all.) A seeded ``random_state`` gives
+    reproducible draws.
     """
     m = check_real(mean, "mean", low=1.0, owner="sample_repetitions")
     eta = check_real(shape, "shape", low=-1.0, allow_inf=True, owner="sample_repetitions")
     n = 1 if size is None else check_integer(size, "size", low=0, owner="sample_repetitions")
     source = check_random_state(random_state, owner="sample_repetitions")
-    cdf = _repetition_cdf(m, eta)
-    u = source.uniform53(n)
-    k = np.minimum(np.searchsorted(cdf, u, side="right"), len(cdf) - 1).astype(np.int64)
+    k = _draw_repetitions(_repetition_law(m, eta), source, n)
     return int(k[0]) if size is None else k

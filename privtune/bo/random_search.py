@@ -137,7 +137,7 @@ class RandomSearch(ReleaseMethod):
             if self.delta == 0:
                 raise InvalidParameterError(
                     f"Random stopping needs delta > 0 in {owner}: K is drawn from Papernot & Steinke's law capped "
-                    "at a public maximum, which adds a delta of (1 + e^eps) 2**-100 (below 1e-28 for eps < 5) to "
+                    "at a public maximum, which adds a delta of (1 + e^eps) 2**-100 (below 1e-28 for eps <= 4.8) to "
                     "the pure bound. Pass e.g. delta=1e-12.")
             if self.n_iter < 2:
                 raise InvalidParameterError(f"The 'n_iter' parameter of {owner} (the mean number of runs) must be "

@@ -27,8 +27,9 @@ left by a process that died (``SIGKILL``) on this host is detected (its pid is
 gone) and taken over.
 
 Durability. Every write is a committed transaction in rollback-journal mode with
-``synchronous=FULL``: when a charge returns it is in the main ``.sqlite`` file,
-so a crash, a copy of that file alone, or a lost side file (``-journal``, or the
+``synchronous=EXTRA`` (the journal's deletion, which commits, is synced too):
+when a charge returns it is in the main ``.sqlite`` file, so a crash, a power
+loss, a copy of that file alone, or a lost side file (``-journal``, or the
 ``-wal`` of a study written by an older privtune, which is checkpointed and
 converted on open) cannot lose it. Consistency is checked when a study is
 opened for writing, before anything is spent, and a study that fails a check is

@@ -206,7 +206,10 @@ def test_accountant_pickles():
     acc.spend(LaplaceEvent(epsilon=0.5))
     clone = pickle.loads(pickle.dumps(acc))
     assert clone.spent == acc.spent
-    clone.spend(LaplaceEvent(epsilon=0.5))
+    # the copy is a read-only snapshot: spending through it would be a second budget (it used to be allowed)
+    from privtune.exceptions import LedgerError
+    with pytest.raises(LedgerError):
+        clone.spend(LaplaceEvent(epsilon=0.5))
 
 
 def test_rdp_merges_a_composition_of_plain_gaussians_exactly():

@@ -86,8 +86,8 @@ def test_a_label_reading_inf_round_trips():
 
 
 def test_random_stopping_with_a_large_mean_is_planned_quickly():
-    from privtune.accounting.selection import _repetition_pmf
-    _repetition_pmf.cache_clear()
+    from privtune.accounting.selection import _repetition_law, _repetition_pmf
+    _repetition_law.cache_clear()
     pmf = _repetition_pmf(400.0, 0.0)  # took minutes: every step re-summed every weight
     assert pmf.sum() == pytest.approx(1.0)
 
