@@ -42,8 +42,9 @@ lambdas the raw-score loop visits moves f_BO by that jump (measured: 13.8
 times the sensitivity). Not fixed here: the declaration must hold for every
 possible row, which the user can make true inside the estimator (a step that
 scales each row to norm <= 1, such as scikit-learn's ``Normalizer``, before a
-linear model with a margin loss); a row on which the estimator fails scores g*
-at every lambda, which keeps the path term valid.
+linear model with a margin loss); a row on which the estimator fails scores
+the same at every lambda (the worst value, or the isolating view's fixed
+fallback), which keeps the path term valid.
 """
 
 from __future__ import annotations
