@@ -50,6 +50,10 @@ _NOISES = ("laplace", "gaussian")
 #: per-step split can never push the exactly composed epsilon above ``epsilon``.
 GAUSSIAN_SLACK = 1e-3
 
+#: Each Laplace step's epsilon is shrunk by this factor, so that rounding never lifts the composition above eps.
+_SPLIT_MARGIN = 1.0 - 2.0**-40
+
+
 def gaussian_run_multiplier(epsilon: float, delta: float) -> float:
     """Noise multiplier ``nm`` of the single Gaussian that a whole Gaussian-variant run composes to.
 
@@ -167,7 +171,10 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
         sched = sched.head(t_used)
     else:
         t_used, eps_t = horizon, uniform_split(eps, horizon)
-    eps0 = [base_epsilon(float(e), n, m) for e in eps_t]
+    # The split and the amplification's inverse round trip in floating point: the steps' composed epsilon came out
+    # one ulp above eps in 51 of 300 random plans, while an estimator charges EpsilonDeltaEvent(eps). A relative
+    # margin of 2**-40 (far above those few ulps, far below any effect on the noise) keeps the composition <= eps.
+    eps0 = [base_epsilon(float(e) * _SPLIT_MARGIN, n, m) for e in eps_t]
     mechs = [Laplace(epsilon=e, sensitivity=sens / m, random_state=source) for e in eps0]
     for mech in mechs:
         mech.grid_spacing(d)  # the exact grid must exist for every step: refuse now, before any spending

@@ -666,3 +666,21 @@ def test_compact_rows_with_a_bad_label_are_mapped_like_any_rows():
     got = dp_gradient_descent(rows, bad_y, **kw)
     ref = dp_gradient_descent(ref_rows, ref_y, **kw)
     np.testing.assert_array_equal(got.x, ref.x)
+
+
+def test_a_laplace_plan_never_composes_above_its_epsilon():
+    """The per-step split and the amplification's inverse round trip in floating point: the steps' composed epsilon
+    came out one ulp above the epsilon an estimator charges in 51 of 300 random plans (found by an audit)."""
+    from privtune.optim._accelerated_plan import _make_plan
+
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        n = int(rng.integers(50, 5000))
+        m = int(rng.integers(1, n))
+        eps = float(rng.choice([0.1, 0.3, 0.7, 1.0, 1.3, 3.0]))
+        plan = _make_plan(solver=str(rng.choice(["gd", "nag", "nag-opt"])), n=n, d=3, epsilon=eps, alpha=1e-3,
+                          data_norm=1.0, data_norm_l2=None, loss="logistic", smoothing=1.0,
+                          n_iter=int(rng.integers(1, 200)), batch_size=m, step_scale=1.0, initial_gap=None, x0=None,
+                          masg_p=1, clip="rows", output="last", accountant=None, random_state=0, owner="t",
+                          horizon="max_iter")
+        assert plan.total.epsilon_delta()[0] <= eps
