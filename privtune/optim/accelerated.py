@@ -133,7 +133,10 @@ def _read_data(X: Any, y: Any, n: int, d: int, owner: str) -> tuple[np.ndarray, 
     """
     single = getattr(X, "dtype", None) == np.float32
     try:
-        U = X if isinstance(X, ClippedRows) else np.ascontiguousarray(X, dtype=np.float32) if single else entrywise_float(X)
+        if isinstance(X, ClippedRows):
+            U = X
+        else:  # float32 rows C-contiguous once (the gradient's runs assume it)
+            U = np.ascontiguousarray(X, dtype=np.float32) if single else entrywise_float(X)
         z = entrywise_float(y)
     except (TypeError, ValueError):  # a structure numpy cannot hold (ragged nesting)
         raise InvalidParameterError(f"'X' and 'y' passed to {owner} must be rectangular arrays.") from None
