@@ -116,8 +116,9 @@ def _inert(value: Any, depth: int = 0) -> bool:
     """Whether a fitted attribute is plain data (no method that could read the rows given to a scorer)."""
     if value is None or isinstance(value, (bool, int, float, complex, str, bytes, np.generic)):
         return True
-    if isinstance(value, np.ndarray):
-        return value.dtype != object
+    if isinstance(value, np.ndarray):  # object arrays (e.g. classes_ of string labels) if every entry is plain
+        return value.dtype != object or (value.size <= 100_000 and depth < 3
+                                         and all(_inert(v, depth + 1) for v in value.ravel().tolist()))
     if isinstance(value, (tuple, list)) and depth < 3:
         return all(_inert(v, depth + 1) for v in value)
     if isinstance(value, dict) and depth < 3:

@@ -233,6 +233,12 @@ def test_the_isolating_view_serves_no_method_that_bypasses_isolation():
         with pytest.raises(AttributeError):
             getattr(view, name)
     assert view.calls_ == est.calls_ and view.mode == "raise"  # plain fitted data is served
+    labelled = _fitted("raise")
+    labelled.classes_ = np.array(["no", "yes"], dtype=object)  # string labels held as objects (pandas)
+    assert IsolatedEstimator(labelled).classes_.tolist() == ["no", "yes"]
+    labelled.inner_ = np.array([est], dtype=object)  # an estimator inside an object array is not plain data
+    with pytest.raises(AttributeError):
+        _ = IsolatedEstimator(labelled).inner_
     with pytest.raises(AttributeError):
         view.mode = "nan"
     scorer = make_bounded_scorer(lambda e, X, y: e.score(X, y), score_bounds=(0.0, 1.0), score_sensitivity=1 / 20)
