@@ -74,7 +74,10 @@ class DPSVC(_DPMarginClassifier):
     __doc__ = r"""Binary RBF-kernel SVM with differential privacy, through public random Fourier features.
 
     (epsilon, delta)-DP by default (Gaussian noise, privtune's extension);
-    ``noise="laplace"`` gives pure epsilon-DP.
+    ``noise="laplace"`` gives pure epsilon-DP. By default a quarter of the
+    kernel is linear (``linear_share=0.25``: the kernel is ``0.25 <xbar, xbar'>
+    + 0.75 k_rbf``, module docstring), which learns markedly better under noise
+    on small sets; ``linear_share=0`` is the plain RBF kernel.
 
     Parameters
     ----------
@@ -110,7 +113,14 @@ class DPSVC(_DPMarginClassifier):
         Width ``h`` of the quadratic part of the smoothed hinge loss.
     feature_seed : int in [0, inf), default=0
         Seed of the random features. **Public**: it determines the feature map,
-        which is data-independent; it is unrelated to the noise (``random_state``).""" + \
+        which is data-independent; it is unrelated to the noise (``random_state``).
+    linear_share : float in [0, 1), default=0.25
+        Share ``s`` of a linear kernel in the model's kernel (module docstring):
+        the features are ``[sqrt(s) xbar, sqrt(1 - s) psi(x)]`` with ``xbar`` the
+        input clipped to the L2 norm ``reference_norm`` (1 with
+        ``reference_norm=None``) and divided by it, so the kernel is
+        ``s <xbar, xbar'> + (1 - s) k_rbf``. It affects accuracy only, never the
+        guarantee. 0 is the plain RBF kernel.""" + \
         _COMMON_PARAMS_DOC.replace("""
     C : float in (0, inf), default=1.0
         Inverse regularisation strength, as in scikit-learn""", """
@@ -127,6 +137,10 @@ class DPSVC(_DPMarginClassifier):
         ``W`` (public, from ``feature_seed``).
     random_offset_ : ndarray of shape (n_components,)
         ``b`` (public, from ``feature_seed``).
+    linear_share_ : float
+        The ``linear_share`` used: ``coef_`` holds the ``n_features_in_``
+        weights of the linear part first, then the ``n_components`` weights of
+        the random features (only the latter when it is 0).
 
     See Also
     --------
@@ -176,7 +190,7 @@ class DPSVC(_DPMarginClassifier):
                  solver: str = "nag", horizon: str = "auto", smoothing: float = 1.0, fit_intercept: bool = True,
                  intercept_scaling: float = 0.5, batch_size: int | None = None, max_iter: int = 100,
                  step_scale: float = 1.0, initial_gap: float | None = None, max_slope: float = 1.0, classes: Any = None,
-                 feature_seed: int = 0,
+                 feature_seed: int = 0, linear_share: float = 0.25,
                  random_state: Any = None, accountant: Accountant | None = None, noise: str = "gaussian",
                  delta: float = 1e-6) -> None:
         self.noise = noise
@@ -198,6 +212,7 @@ class DPSVC(_DPMarginClassifier):
         self.max_slope = max_slope
         self.classes = classes
         self.feature_seed = feature_seed
+        self.linear_share = linear_share
         self.random_state = random_state
         self.accountant = accountant
 
@@ -208,16 +223,24 @@ class DPSVC(_DPMarginClassifier):
         check_integer(self.feature_seed, "feature_seed", low=0, owner=owner)
         if self.reference_norm is not None:
             check_real(self.reference_norm, "reference_norm", low=0.0, owner=owner)
+        check_real(self.linear_share, "linear_share", low=0.0, high=1.0, closed="left", owner=owner)
         return {"smoothing": check_real(self.smoothing, "smoothing", low=0.0, owner=owner)}
 
     def _feature_bounds(self, n_features: int) -> tuple[float, float]:
         D = int(self.random_weights_.shape[1])
         if self.reference_norm is None:  # every coordinate is at most sqrt(2/D) in absolute value
-            return math.sqrt(2.0 * D), _FEATURE_NORM
-        return math.sqrt(D) * _FEATURE_NORM, _FEATURE_NORM  # ||v||_1 <= sqrt(D) ||v||_2 after the L2 clip
+            r1 = math.sqrt(2.0 * D)
+        else:
+            r1 = math.sqrt(D) * _FEATURE_NORM  # ||v||_1 <= sqrt(D) ||v||_2 after the L2 clip
+        s = float(getattr(self, "linear_share_", 0.0))
+        if s == 0.0:
+            return r1, _FEATURE_NORM
+        # [sqrt(s) xbar, sqrt(1 - s) psi]: ||xbar||_2 <= 1 so ||xbar||_1 <= sqrt(d); ||.||_2**2 <= s + (1 - s)
+        return math.sqrt(s * n_features) + math.sqrt(1.0 - s) * r1, _FEATURE_NORM
 
     def _features(self, X: np.ndarray, *, fitting: bool) -> np.ndarray:
         if fitting:
+            self.linear_share_ = float(self.linear_share)
             rng = np.random.default_rng(int(self.feature_seed))  # public randomness, data-independent
             D = _auto_components(X.shape[0]) if isinstance(self.n_components, str) else int(self.n_components)
             self.random_weights_ = rng.normal(0.0, math.sqrt(2.0 * float(self.gamma)), size=(X.shape[1], D))
@@ -239,4 +262,15 @@ class DPSVC(_DPMarginClassifier):
                 phi = (phi - a * math.sqrt(2.0 / W.shape[1]) * np.cos(b)) / spread
         # Plain map: |cos| <= 1 makes every coordinate at most sqrt(2/D) in absolute value (the L1 bound holds
         # exactly). Either map: the L2 norm is clipped to _FEATURE_NORM, in fit and in predict alike.
-        return clip_rows(phi, math.inf, _FEATURE_NORM, mode="rows", owner=type(self).__name__)
+        phi = clip_rows(phi, math.inf, _FEATURE_NORM, mode="rows", owner=type(self).__name__)
+        s = float(getattr(self, "linear_share_", 0.0))  # a model pickled before linear_share had none
+        if s == 0.0:
+            return phi
+        # The linear part: the input clipped to the public norm r and divided by it (norm <= 1), non-finite
+        # entries as 0 (fit maps them so before; predict's rows alike), in fit and in predict alike.
+        r = 1.0 if self.reference_norm is None else float(self.reference_norm)
+        finite = np.isfinite(X)
+        Xf = X if finite.all() else np.where(finite, X, 0.0)
+        lin = clip_rows(Xf, math.inf, r, mode="rows", owner=type(self).__name__) / r  # clipped first: no overflow
+        out = np.hstack((math.sqrt(s) * lin, math.sqrt(1.0 - s) * phi))
+        return clip_rows(out, math.inf, _FEATURE_NORM, mode="rows", owner=type(self).__name__)  # float rounding

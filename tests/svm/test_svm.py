@@ -47,9 +47,11 @@ def test_linear_svc_refuses_bad_smoothing_and_over_budget():
 @pytest.mark.parametrize("reference_norm", [1.0, None])
 def test_rbf_svc_beats_linear_on_a_circle(reference_norm):
     X, y = _circle(2)
-    # L1 bound of the D = 20 features: sqrt(D) after the L2 clip (centred map) or sqrt(2 D) (plain map)
+    # L1 bound of the D = 20 features: sqrt(D) after the L2 clip (centred map) or sqrt(2 D) (plain map), and the
+    # default linear share s = 0.25 of the d = 2 inputs: sqrt(s d) + sqrt(1 - s) (that bound)
     r1 = math.sqrt(20) if reference_norm is not None else math.sqrt(40)
-    laplace_sens = 2 * min(r1 + 0.5, math.sqrt(21) * math.sqrt(1.25))  # intercept_scaling 0.5
+    r1 = math.sqrt(0.25 * 2) + math.sqrt(0.75) * r1
+    laplace_sens = 2 * min(r1 + 0.5, math.sqrt(23) * math.sqrt(1.25))  # intercept_scaling 0.5
     for noise, sens in (("laplace", laplace_sens), ("gaussian", 2 * math.sqrt(1 + 0.25))):
         rbf = DPSVC(C=100.0, gamma=0.5, n_components=20, epsilon=10.0, noise=noise, random_state=0,
                     reference_norm=reference_norm).fit(X, y)
@@ -130,7 +132,8 @@ def test_centred_features_are_the_documented_public_map():
     """psi(x) = (phi(x) - a phi(0)) / sqrt(1 - a^2), a = exp(-gamma r^2), clipped to norm 1, in fit and predict;
     the map depends on public parameters only, so the guarantee's bounds hold for any input, huge ones included."""
     X, y = _circle(5, n=300)
-    clf = DPSVC(gamma=0.3, n_components=40, reference_norm=2.0, epsilon=5.0, random_state=0).fit(X, y)
+    clf = DPSVC(gamma=0.3, n_components=40, reference_norm=2.0, epsilon=5.0, random_state=0,
+                linear_share=0.0).fit(X, y)  # the RBF part alone (the linear share is tested below)
     W, b = clf.random_weights_, clf.random_offset_
     phi = math.sqrt(2 / 40) * np.cos(X @ W + b)
     a = math.exp(-0.3 * 4.0)
@@ -157,8 +160,66 @@ def test_centred_features_keep_small_gamma_from_the_majority_model():
     X = StandardScaler().fit_transform(X)
     X = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
-    accs = {r: np.median([DPSVC(gamma=0.1, epsilon=0.3, classes=[0, 1], reference_norm=r, random_state=s)
-                          .fit(Xtr, ytr).score(Xte, yte) for s in range(5)]) for r in (1.0, None)}
+    accs = {r: np.median([DPSVC(gamma=0.1, epsilon=0.3, classes=[0, 1], reference_norm=r, random_state=s,
+                                linear_share=0.0).fit(Xtr, ytr).score(Xte, yte) for s in range(5)])
+            for r in (1.0, None)}
     majority = max(np.mean(yte), 1 - np.mean(yte))
     assert accs[None] < majority + 0.01  # the plain map: the majority-class model
     assert accs[1.0] > 0.85
+
+
+# ----------------------------------------------------------------------------- linear share
+@given(X=arrays(np.float64, (7, 3), elements=st.floats(-1.7e308, 1.7e308)), D=st.integers(1, 64),
+       gamma=st.floats(1e-3, 1e3), share=st.floats(0.0, 0.99), ref=st.sampled_from([1.0, 1e-3, 50.0, None]))
+def test_linear_share_rows_satisfy_the_declared_bounds(X, D, gamma, share, ref):
+    """[sqrt(s) xbar, sqrt(1 - s) psi] stays inside the declared L1 / L2 bounds for any finite input, huge ones
+    included (the linear part clips the input to the reference norm before dividing by it)."""
+    svc = DPSVC(n_components=D, gamma=gamma, linear_share=share, reference_norm=ref, random_state=0, max_iter=1)
+    svc.fit(np.vstack((np.zeros((7, 3)), np.ones((7, 3)))), np.r_[np.zeros(7), np.ones(7)])
+    U = svc._features(X, fitting=False)
+    r1, r2 = svc._feature_bounds(3)
+    assert np.all(np.isfinite(U)) and U.shape == (7, (3 if share > 0 else 0) + D)
+    assert np.all(np.abs(U).sum(axis=1) <= r1 * (1 + 1e-12))
+    assert np.all(np.linalg.norm(U, axis=1) <= r2 * (1 + 1e-12))
+
+
+def test_linear_share_is_the_documented_public_map_and_costs_the_same():
+    """Features [sqrt(s) clip(x, r) / r, sqrt(1 - s) psi(x)]; the fit's declared event and its noise
+    (sensitivity 2 sqrt(1 + intercept_scaling**2), the L2 bound) are those of the plain RBF map."""
+    X, y = _circle(6, n=400)
+    X[0] = [30.0, -40.0]  # norm 50: the linear part clips it to the reference norm 2
+    X[1, 0] = np.nan
+    plain = DPSVC(gamma=0.3, n_components=40, reference_norm=2.0, epsilon=2.0, classes=[0, 1], random_state=0,
+                  linear_share=0.0)
+    mixed = DPSVC(gamma=0.3, n_components=40, reference_norm=2.0, epsilon=2.0, classes=[0, 1], random_state=0,
+                  linear_share=0.3)
+    assert mixed._fit_privacy_event() == plain._fit_privacy_event()
+    plain.fit(X, y)
+    mixed.fit(X, y)
+    assert mixed.linear_share_ == 0.3 and plain.linear_share_ == 0.0
+    assert mixed.coef_.shape == (1, 2 + 40) and plain.coef_.shape == (1, 40)
+    assert mixed.optimize_result_.sensitivity == pytest.approx(plain.optimize_result_.sensitivity)
+    assert mixed.privacy_spent_ == plain.privacy_spent_
+    Xf = np.where(np.isfinite(X), X, 0.0)
+    xbar = Xf / np.maximum(2.0, np.linalg.norm(Xf, axis=1, keepdims=True))
+    expected = np.hstack((math.sqrt(0.3) * xbar, math.sqrt(0.7) * plain._features(Xf, fitting=False)))
+    expected /= np.maximum(1.0, np.linalg.norm(expected, axis=1, keepdims=True))
+    np.testing.assert_allclose(mixed._features(Xf, fitting=False), expected, rtol=1e-9, atol=1e-12)  # as fit sees X
+    np.testing.assert_array_equal(mixed.random_weights_, plain.random_weights_)  # the same public RBF part
+
+
+def test_linear_share_validated_before_spending():
+    X, y = _circle(5, n=100)
+    acc = Accountant(Budget(10.0, 0.0))
+    for bad in (1.0, -0.1, float("nan"), "0.5"):
+        with pytest.raises(InvalidParameterError, match="'linear_share'"):
+            DPSVC(accountant=acc, classes=[0, 1], noise="laplace", linear_share=bad).fit(X, y)
+    assert len(acc.entries) == 0
+
+
+def test_model_pickled_before_linear_share_still_predicts():
+    X, y = _circle(7, n=300)
+    clf = DPSVC(n_components=20, epsilon=5.0, classes=[0, 1], random_state=0, linear_share=0.0).fit(X, y)
+    before = clf.decision_function(X)
+    del clf.__dict__["linear_share_"]  # the fitted state of a release without the parameter
+    np.testing.assert_array_equal(clf.decision_function(X), before)
