@@ -2,7 +2,7 @@
 
 Part A -- validation rows sensitive, training rows public. Tasks (nothing downloaded): an RBF ``SVC``
 (C, gamma on log scales; inputs standardised inside the model) on breast cancer, digits (10 classes),
-wine and synthetic sets with m = 2 000 and m = 20 000 validation rows; a
+wine and synthetic sets with m = 200, 2 000 and 20 000 validation rows; a
 ``HistGradientBoostingClassifier`` (learning rate, leaf count, L2 regularisation) on a synthetic set
 with m = 1 500. One fixed candidate set of 64 Sobol points per
 task (given as ``candidate_grid``) so that the seeds vary the privacy noise only; fits and predictions
@@ -29,7 +29,8 @@ released model, the share of seeds that return the majority-class model, and the
 
 Peer libraries (diffprivlib, Opacus) are compared per fit in ``benchmarks/dp_trainer_peers.py``.
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/privacy_utility.py [--seeds 20] [--quick] [--part A|B]``.
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/privacy_utility.py [--seeds 20] [--quick] [--part A|B]
+[--only TASK]``.
 Writes ``benchmarks/results/privacy_utility.{json,md,png}``.
 """
 
@@ -135,6 +136,8 @@ def tasks(quick: bool):
         return
     yield "digits (10 classes)", load_digits(return_X_y=True), 0.5, MemoSVC, SPACE
     yield "wine (3 classes)", load_wine(return_X_y=True), 0.5, MemoSVC, SPACE
+    X, y = make_classification(n_samples=1250, n_features=20, n_informative=6, flip_y=0.05, random_state=3)
+    yield "synthetic (m = 200)", (X, y), 200 / 1000, MemoSVC, SPACE  # 800 training rows, as below
     X, y = make_classification(n_samples=3500, n_features=20, n_informative=6, flip_y=0.05, random_state=0)
     yield "synthetic (m = 2 000)", (X, y), 2000 / 2800, MemoSVC, SPACE
     X, y = make_classification(n_samples=26000, n_features=20, n_informative=6, flip_y=0.05, random_state=5)
@@ -144,9 +147,11 @@ def tasks(quick: bool):
     yield "HGB, synthetic (m = 1 500)", (X, y), 1500 / 3200, MemoHGB, HGB_SPACE
 
 
-def part_a(seeds: int, quick: bool) -> list[dict]:
+def part_a(seeds: int, quick: bool, only: str | None = None) -> list[dict]:
     rows = []
     for name, (X, y), val_share, Model, space in tasks(quick):
+        if only is not None and only not in name:
+            continue
         grid = candidate_set(SearchSpace(space), 64, random_state=0).params
         Xa, Xte, ya, yte = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
         Xtr, Xva, ytr, yva = train_test_split(Xa, ya, test_size=val_share, random_state=0, stratify=ya)
@@ -299,10 +304,12 @@ def summary(a_rows) -> list[str]:
 
 
 def render(meta, a_rows, b_rows) -> str:
+    runs = meta.get("part_runs") or {}
+    when = (f"Part A run {runs.get('A')}" + "".join(f" (task {t!r} rerun {d})" for t, d in
+                                                     (runs.get("A_tasks") or {}).items())
+            + f", part B run {runs.get('B')}") if runs else f"Run {meta['run']}"
     L = ["# Privacy-utility study (issue 11)\n",
-         f"Run {meta['run']}" + (f" (part {meta['part']} only; the other part from the run of "
-                                 f"{meta.get('other_part_from')})" if meta.get("part", "all") != "all" else "")
-         + f", {meta['platform']}, privtune {meta['privtune']}, {meta['seeds']} seeds per cell. "
+         when + f", {meta['platform']}, privtune {meta['privtune']}, {meta['seeds']} seeds per cell. "
          "`python benchmarks/privacy_utility.py`. Regret: points of test accuracy "
          "against non-private selection among the same 64 candidates (negative: the released choice tested "
          "better). Score error: |released - true validation score|.\n",
@@ -360,22 +367,48 @@ def plot(a_rows, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def _part_runs(old_meta: dict, part: str, only: str | None, a_rows: list[dict], now: str) -> dict:
+    """When each part (and each part-A task rerun with ``--only``) was run, carried over from the stored results."""
+    runs = dict(old_meta.get("part_runs") or {})
+    if not runs and old_meta:  # a results file written before "part_runs" existed
+        stored = old_meta.get("part", "all")
+        runs = {"A": old_meta["run"] if stored in ("all", "A") else old_meta.get("other_part_from"),
+                "B": old_meta["run"] if stored in ("all", "B") else old_meta.get("other_part_from")}
+    if part in ("all", "B"):
+        runs["B"] = now
+    if part in ("all", "A") and only is None:
+        runs["A"], runs["A_tasks"] = now, {}
+    elif only is not None:
+        runs["A_tasks"] = {**runs.get("A_tasks", {}), **{r["task"]: now for r in a_rows if only in r["task"]}}
+    return runs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--quick", action="store_true", help="breast cancer only, a smoke run; writes nothing")
     ap.add_argument("--part", choices=["all", "A", "B"], default="all",
                     help="run one part and keep the other from the existing results file")
+    ap.add_argument("--only", default=None,
+                    help="with --part A: run the part-A tasks whose name contains this text only, and keep the "
+                         "other tasks' rows from the existing results file")
     args = ap.parse_args()
+    if args.only is not None and args.part != "A":
+        ap.error("--only needs --part A")
     warnings.filterwarnings("ignore")
     t0 = time.perf_counter()
     old = json.loads((OUT / "privacy_utility.json").read_text()) if args.part != "all" else {}
-    a_rows = part_a(args.seeds, args.quick) if args.part in ("all", "A") else old["A"]
+    a_rows = part_a(args.seeds, args.quick, args.only) if args.part in ("all", "A") else old["A"]
+    if args.only is not None:  # merge, in the tasks' order: the rerun tasks' rows replace the stored ones
+        order = [t[0] for t in tasks(False)]
+        fresh = {r["task"] for r in a_rows}
+        a_rows = sorted([r for r in old["A"] if r["task"] not in fresh] + a_rows,
+                        key=lambda r: order.index(r["task"]) if r["task"] in order else len(order))
     b_rows = part_b(args.seeds, args.quick) if args.part in ("all", "B") else old["B"]
-    meta = {"run": time.strftime("%Y-%m-%d %H:%M"), "platform": platform.platform(), "privtune": privtune.__version__,
-            "seeds": args.seeds, "seconds": time.perf_counter() - t0, "part": args.part}
-    if args.part != "all":
-        meta["other_part_from"] = old.get("meta", {}).get("run")
+    now = time.strftime("%Y-%m-%d %H:%M")
+    meta = {"run": now, "platform": platform.platform(), "privtune": privtune.__version__,
+            "seeds": args.seeds, "seconds": time.perf_counter() - t0, "part": args.part,
+            "part_runs": _part_runs(old.get("meta", {}), args.part, args.only, a_rows, now)}
     md = render(meta, a_rows, b_rows)
     if args.quick:
         print(md)

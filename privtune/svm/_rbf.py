@@ -101,8 +101,9 @@ class DPSVC(_DPMarginClassifier):
         The input norm ``r`` the random features are centred and scaled for
         (module docstring): ``(phi(x) - e^{-gamma r^2} phi(0)) / sqrt(1 -
         e^{-2 gamma r^2})``, then clipped to norm 1. It affects accuracy only,
-        never the guarantee (a public map followed by the clipping), and inputs
-        are not clipped to it. 1 suits rows scaled to unit norm, the convention
+        never the guarantee (a public map followed by the clipping); the random
+        features never clip the inputs, the linear part (``linear_share``)
+        clips them to norm ``r``. 1 suits rows scaled to unit norm, the convention
         of privtune's linear DP estimators. Measured at the defaults against the
         plain map (``None``, the map before this release) in
         ``docs/trainers.md``.

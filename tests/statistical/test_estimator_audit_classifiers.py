@@ -318,7 +318,8 @@ def test_rbf_svc_pair_exercises_features_clipping_and_labels(monkeypatch):
 @pytest.mark.slow
 def test_rbf_svc_passes_audit():
     """DPSVC at its defaults (``C = 1``, ``gamma = 1``, ``n_components="auto"``, so ``D = 100`` public random
-    Fourier features from ``feature_seed = 0`` clipped to L2 norm 1, plus the linear SVM's defaults above),
+    Fourier features from ``feature_seed = 0``, ``linear_share = 0.25``: rows ``[0.5 xbar, sqrt(0.75) psi(x)]``
+    with ``xbar`` the input clipped to norm 1, clipped to L2 norm 1, plus the linear SVM's defaults above),
     declared ``classes = [0, 1]``, ``n = 50`` rows in ``d = 1``.
 
     Setting. ``T = 1`` step with ``a = 0.787``. The claim read off the fit is ``(0.999, 1e-6)``.
@@ -327,17 +328,19 @@ def test_rbf_svc_passes_audit():
     ``[-0.1, 0.1]``. In ``D'`` row 0 is ``x = NaN`` (``fit`` maps it to 0) with label 0. Privacy here rests on
     the feature map being data-free and bounded: no input bound is declared, and every row is mapped to the
     centred features ``psi(x)`` (``reference_norm = 1``) and clipped to the declared feature norm 1. Row 0's
-    features in ``D`` are over it (1.255) and get clipped; the NaN's (0.701) are not. Row 0's gradient moves by
-    ``|(psi(5) + psi(0), 2 s)| / n``, about 0.59 of the declared sensitivity (0.71 with the plain map). The
-    statistic, ``decision_function`` at ``x = 0.2``, is chosen for the twin (below). For the real fit it is a
-    Gaussian shift of ``0.069`` (exact noise-free computation; 0.108 with the plain map), about a third of
-    ``mu = 0.22``.
+    features in ``D`` are over it (1.255) and get clipped; the NaN's (0.701) are not. With the default linear
+    share, ``x = 5`` is also clipped to norm 1 in the linear part, and the mapped rows have norms 1.0 (clipped)
+    and 0.61. Row 0's gradient moves by ``|(u(5) + u(0), 2 s)| / n``, 0.60 of the declared sensitivity (0.59
+    without the linear share, 0.71 with the plain map). The statistic, ``decision_function`` at ``x = 0.2``, is
+    chosen for the twin (below). For the real fit without the linear share it was a Gaussian shift of ``0.069``
+    (exact noise-free computation; 0.108 with the plain map), about a third of ``mu = 0.22``.
 
     H0: the fit is ``(0.999, 1e-6)``-DP on this pair, refuted with probability at most ``ALPHA = 1e-5``.
     ``N = 2000`` fits per input.
 
-    Measured lower bound: 0.0 (seeds 1 000 000 + k / 2 000 000 + k); with the plain map (before the centred
-    features became the default) also 0.0, and 0.0 for three other seed sets. A twin with the feature clipping
+    Measured lower bound: 0.0 (seeds 1 000 000 + k / 2 000 000 + k; with the linear share, 2026-11-27, and
+    before it); with the plain map (before the centred features became the default) also 0.0, and 0.0 for three
+    other seed sets. A twin with the feature clipping
     switched off is **not** resolvable here: on the plain map unclipped features never exceed ``sqrt(2)``, and
     these rows' features were at 1.011 and 1.032 (measured bound 0.0, three seed sets).
     """
@@ -352,11 +355,13 @@ def test_rbf_svc_twin_with_data_dependent_features_is_flagged(monkeypatch):
 
     The claim is unchanged. The feature map is no longer public, so replacing one row moves **every** row's
     features. At ``x = 0.2``, ``D``'s bandwidth sees the 49 cluster rows of class 1 (kernel values about
-    0.9) and ``D'``'s almost does not (about 0). The means differ by a Gaussian shift of about ``4.3``
-    (exact noise-free computation), whatever row 0 does.
+    0.9) and ``D'``'s almost does not (about 0). Without the linear share the means differed by a Gaussian
+    shift of about ``4.3`` (exact noise-free computation), whatever row 0 does; the default linear share (a
+    public part of the map, weight 0.25) dilutes it.
 
-    Power: must be flagged at the same ``N = 2000``, the same seeds and ``ALPHA``. Measured lower bound 4.05,
-    and 3.91-4.07 over the other three seed sets. The assertion asks for more than twice the claim.
+    Power: must be flagged at the same ``N = 2000``, the same seeds and ``ALPHA``. Measured lower bound 2.86
+    with the default linear share (2026-11-27), and 2.92-3.28 over three other seed sets (offsets 10 000,
+    20 000, 30 000); 4.05 and 3.91-4.07 without it. The assertion asks for more than twice the claim.
     """
     data_dependent_features(monkeypatch)
     res, claim = run_audit(rbf_svc, X_SVC_D, Y_SVC_D, X_SVC_DP, Y_SVC_DP, SVC_POINT, N_SVC)
