@@ -256,7 +256,8 @@ class DPSVC(_DPMarginClassifier):
         if not np.isfinite(phi).all():
             phi = np.where(np.isfinite(phi), phi, 0.0)
         if self.reference_norm is not None:  # centred and scaled by public constants (module docstring)
-            g_r2 = float(self.gamma) * float(self.reference_norm) ** 2
+            r_ref = float(self.reference_norm)
+            g_r2 = float(self.gamma) * (r_ref * r_ref)  # float products go to inf (no OverflowError after the charge)
             a = math.exp(-g_r2)
             spread = math.sqrt(-math.expm1(-2.0 * g_r2))  # sqrt(1 - a**2), accurate for a small gamma r**2
             if spread > 0.0:

@@ -223,3 +223,19 @@ def test_model_pickled_before_linear_share_still_predicts():
     before = clf.decision_function(X)
     del clf.__dict__["linear_share_"]  # the fitted state of a release without the parameter
     np.testing.assert_array_equal(clf.decision_function(X), before)
+
+
+@pytest.mark.parametrize("reference_norm", [1e-300, 5e-324, 1e300, 1.7e308])
+@pytest.mark.parametrize("share", [0.0, 0.25])
+def test_extreme_reference_norm_neither_raises_after_the_charge_nor_leaves_the_bounds(reference_norm, share):
+    """gamma * r**2 overflowed Python's float power (OverflowError) inside fit, after the charge; it now saturates
+    (the centring constant a = e^{-inf} = 0: the plain map) and every row stays inside the declared bounds."""
+    X = np.array([[1e-310, 0.0, 0.0], [1e300, -1e300, 5.0], [3.0, 4.0, 0.0], [0.0, 0.0, 0.0]] * 3)
+    acc = Accountant(Budget(2.0, 1e-5))
+    clf = DPSVC(reference_norm=reference_norm, linear_share=share, gamma=1e3, n_components=8, classes=[0, 1],
+                random_state=0, accountant=acc).fit(X, np.r_[[0, 1] * 6])
+    U = clf._features(X, fitting=False)
+    r1, r2 = clf._feature_bounds(3)
+    assert len(acc.entries) == 1 and np.isfinite(U).all() and np.isfinite(clf.coef_).all()
+    assert np.all(np.linalg.norm(U, axis=1) <= r2 * (1 + 1e-12))
+    assert np.all(np.abs(U).sum(axis=1) <= r1 * (1 + 1e-12))
