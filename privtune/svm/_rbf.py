@@ -151,12 +151,15 @@ class DPSVC(_DPMarginClassifier):
     -----""" + _PRIVACY_DOC + """ The mapped rows satisfy, for every ``x``
     (module docstring), ``||psi(x)||_2 <= 1`` after clipping and so
     ``||psi(x)||_1 <= sqrt(D)`` (with ``reference_norm=None``:
-    ``||phi(x)||_1 <= sqrt(2 D)`` coordinate by coordinate), so the per-example
-    L1 sensitivity of the gradient is ``2 kappa (R_1 + intercept_scaling)``
+    ``||phi(x)||_1 <= sqrt(2 D)`` coordinate by coordinate); with the linear
+    share ``s`` the row ``[sqrt(s) xbar, sqrt(1 - s) psi(x)]`` has L2 norm at
+    most 1 and ``R_1 = sqrt(s d) + sqrt(1 - s)`` times that L1 bound. So the
+    per-example L1 sensitivity of the gradient is ``2 kappa (R_1 + intercept_scaling)``
     with that ``R_1`` (``kappa = max_slope``), the L2 one
     ``2 kappa sqrt(1 + intercept_scaling**2)``, and the smoothness bound is
     ``(1 + intercept_scaling**2) / h + 1/(C n)``. ``coef_`` holds the weights
-    of the (centred) random features, not of the input features.
+    of the linear part (the clipped inputs ``xbar``, when ``linear_share > 0``)
+    and then of the (centred) random features.
 
     Random features are not in Kuru et al. (2022); the seed-002 solvers are
     applied unchanged to the mapped data (Rahimi & Recht 2007; the same route as
