@@ -98,8 +98,9 @@ class PredrawnNoise:
         ------
         InvalidParameterError
             If ``step`` was released before (its noise is spent), or ``value``
-            has the wrong size, is not finite or is too large for the grid (the
-            step is not consumed then).
+            has the wrong size or is not finite (the step is not consumed then).
+            Coordinates beyond ``2**51`` grid steps are clipped to that range
+            (1-Lipschitz), never refused.
         """
         step = operator.index(step)
         owner = self._owners[step]

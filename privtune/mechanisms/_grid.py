@@ -7,9 +7,9 @@ grid spacing ``g = s / 2**k``, rounds the value to the grid
 the output ``g * (round(v / g) + Z)`` is post-processing of that integer. The
 rounding can move neighbouring inputs apart by up to two grid steps per
 coordinate (half a step from each rounding, plus the floating-point error of
-``v / g``, which is below a quarter step while ``|v / g| < 2**51``; larger
-values are refused), so the mechanisms charge a sensitivity of
-``Delta / g + 2 d`` (L1) or ``Delta / g + 2 sqrt(d)`` (L2) integer steps, and
+``v / g``, which is below a quarter step while ``|v / g| < 2**51``; a private
+value beyond that is clipped to it, a 1-Lipschitz map, see :func:`round_to_grid`),
+so the mechanisms charge a sensitivity of ``Delta / g + 2 d`` (L1) or ``Delta / g + 2 sqrt(d)`` (L2) integer steps, and
 choose ``k`` so that this fits inside a headroom ``eta = 2**-10`` of the
 declared sensitivity: the noise is 0.1 % larger than the textbook scale, and in
 exchange the stated guarantee holds *exactly*, rounding included. Every such
@@ -121,15 +121,31 @@ def _gaussian_grid_cached(sigma: float, sensitivity: float, noise_multiplier: fl
     return None
 
 
-def round_to_grid(values: np.ndarray, g: float, name: str, owner: str) -> np.ndarray:
-    """``round(values / g)`` as int64, refusing ``|values / g| >= 2**51`` (exactness limit)."""
+def round_to_grid(values: np.ndarray, g: float, name: str, owner: str, *, public: bool = False) -> np.ndarray:
+    """``round(values / g)`` as int64, inside ``|values / g| < 2**51`` (the exactness limit).
+
+    A private value (the default) beyond the limit is clipped to
+    ``+-(2**51 - 1)`` grid steps before rounding; it is never refused. A refusal
+    would be a release: whether ``|v / g|`` crossed the limit can depend on one
+    row (a gradient sum, a score), and it would come after the charge
+    (DESIGN rule 7). The clip is a 1-Lipschitz map of each coordinate, so the
+    rounded neighbouring values still differ by at most ``Delta / g`` plus two
+    steps per coordinate: the float error of ``v / g`` that decides the clip is
+    below a quarter step on the side below the limit (``2**51 * 2**-53``), and
+    two clipped values are equal. The sensitivity and guarantee are unchanged;
+    the release saturates at about ``+-2**51 g``, which a value reaches only
+    with a signal-to-noise ratio above ``2**41``. A *public* value (a declared
+    threshold) is refused instead, since saying so reveals nothing.
+    """
     scaled = values / g
     if scaled.size and not np.all(np.abs(scaled) < MAX_GRID_INDEX):
-        raise InvalidParameterError(
-            f"The {name!r} parameter of {owner} is too large for the exact noise grid: "
-            f"|{name}| / grid spacing must stay below 2**51 (grid spacing {g!r}). "
-            "Rescale the query or clip it to its declared range."
-        )
+        if public or np.isnan(scaled).any():
+            raise InvalidParameterError(
+                f"The {name!r} parameter of {owner} is too large for the exact noise grid: "
+                f"|{name}| / grid spacing must stay below 2**51 (grid spacing {g!r}). "
+                "Rescale the query or clip it to its declared range."
+            )
+        scaled = np.clip(scaled, -(MAX_GRID_INDEX - 1.0), MAX_GRID_INDEX - 1.0)
     return np.rint(scaled).astype(np.int64)
 
 

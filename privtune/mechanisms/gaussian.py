@@ -28,7 +28,8 @@ picks ``g = sigma / 2**k`` with the smallest ``k >= 10`` such that
 ``sigma_grid = 2**k`` (``sigma_grid**2 = 4**k``, an exact integer). Between
 neighbouring inputs the rounded integer vectors differ by at most
 ``sensitivity / g + 2 sqrt(d)`` in L2 norm (half a step per rounding plus a float
-error below a quarter step, as ``|v / g| < 2**51`` is enforced), which is at most
+error below a quarter step, as ``|v / g| < 2**51``: a value beyond it is clipped to
+``+-(2**51 - 1) g`` first, a 1-Lipschitz map that keeps the sensitivity), which is at most
 ``(1 + eta) sensitivity / g``; so the integer mechanism's noise multiplier is at
 least the calibrated ``nm``. The release ``g (n + Z)`` is post-processing.
 
@@ -356,8 +357,11 @@ class Gaussian(_Frozen):
         Raises
         ------
         InvalidParameterError
-            If ``value`` is empty, contains NaN or infinities, or is too large for
-            the exact grid (``|value| / g >= 2**51``). No randomness is drawn.
+            If ``value`` is empty or contains NaN or infinities. No randomness is
+            drawn. A finite value too large for the exact grid
+            (``|value| / g >= 2**51``) is not refused: it is clipped to
+            ``+-(2**51 - 1) g`` (1-Lipschitz, so the guarantee is unchanged; a
+            refusal could depend on the private value).
 
         Notes
         -----

@@ -18,7 +18,8 @@ How the grid is chosen, and why the guarantee is exact:
 * the value is rounded to the grid, ``n = round(v / g)``; between neighbouring
   inputs the rounded integers differ by at most ``Delta / g + 2 d`` in L1 norm
   (half a step per rounding plus the floating-point error of ``v / g``, which is
-  below a quarter step because ``|v / g| < 2**51`` is enforced);
+  below a quarter step because ``|v / g| < 2**51``: a value beyond it is clipped to
+  ``+-(2**51 - 1) g`` first, a 1-Lipschitz map that keeps the sensitivity);
 * integer noise ``Z`` with ``P[Z = z]`` proportional to ``exp(-|z| / 2**k)`` is
   added, so ``n + Z`` is ``epsilon``-DP, and the release ``g (n + Z)`` is
   post-processing. Its noise has scale exactly ``g 2**k = b``.
@@ -205,8 +206,11 @@ class Laplace(_Frozen):
         Raises
         ------
         InvalidParameterError
-            If ``value`` is empty, contains NaN or infinities, or is too large for
-            the exact grid (``|value| / g >= 2**51``). No randomness is drawn.
+            If ``value`` is empty or contains NaN or infinities. No randomness is
+            drawn. A finite value too large for the exact grid
+            (``|value| / g >= 2**51``) is not refused: it is clipped to
+            ``+-(2**51 - 1) g`` (1-Lipschitz, so the guarantee is unchanged; a
+            refusal could depend on the private value).
 
         Notes
         -----

@@ -20,8 +20,9 @@ g 2**k`` and the query noise twice that, where ``k >= 10`` is the smallest expon
 with ``2 (Delta / g + 2) <= epsilon 2**k`` (checked exactly). Queries and the
 threshold are rounded to the grid; a rounded query moves by at most
 ``S = Delta / g + 2`` steps between neighbouring data sets (half a step per
-rounding plus a float error below a quarter step; ``|q / g| < 2**51`` is
-enforced), and Dwork & Roth's proof (Thm. 3.23) goes through verbatim on the
+rounding plus a float error below a quarter step; a query beyond
+``|q / g| < 2**51`` is clipped to it, a 1-Lipschitz map, and a threshold beyond
+it is refused), and Dwork & Roth's proof (Thm. 3.23) goes through verbatim on the
 integers, because its changes of variables are then integer shifts of at most
 ``S`` (threshold) and ``2 S`` (query) and the discrete Laplace pmf changes by at
 most ``exp(|c| / t)`` under a shift by ``c``: the run is
@@ -138,7 +139,7 @@ class SparseVector(_Frozen):
             )
         # (2 Delta / g + 2 * 2) / 2**k <= epsilon  <=>  2 (Delta/g + 2) <= epsilon 2**k
         k, g = laplace_grid(scale=scale, sensitivity=2.0 * sens, epsilon=eps, dim=2, owner=owner)
-        t_index = int(round_to_grid(np.asarray([thr]), g, "threshold", owner)[0])
+        t_index = int(round_to_grid(np.asarray([thr]), g, "threshold", owner, public=True)[0])
         self._set("_epsilon", eps)
         self._set("_sensitivity", sens)
         self._set("_threshold", thr)
@@ -207,8 +208,9 @@ class SparseVector(_Frozen):
         ------
         InvalidParameterError
             If ``queries`` is not iterable (nothing is drawn), or a query is not a
-            finite real number or is too large for the grid (raised when that
-            query is reached; no noise is drawn for it).
+            finite real number (raised when that query is reached; no noise is
+            drawn for it). A query beyond ``2**51`` grid steps is clipped to
+            that range, not refused (the refusal would depend on the data).
 
         Notes
         -----
@@ -307,9 +309,10 @@ class SparseVectorSession(_Frozen):
             If the session already answered "above" (a new run, with a new
             charge, is needed).
         InvalidParameterError
-            If ``value`` is not a finite real number or is too large for the grid.
-            No noise is drawn and the session stays usable. (The refusal itself
-            reveals that the value was invalid: clip queries to a finite range.)
+            If ``value`` is not a finite real number. No noise is drawn and the
+            session stays usable. (The refusal itself reveals that the value was
+            invalid: clip queries to a finite range.) A value beyond ``2**51``
+            grid steps is clipped to that range, not refused.
         """
         if self._halted:
             raise SessionClosedError(

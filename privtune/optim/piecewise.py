@@ -107,10 +107,12 @@ def _result(x: np.ndarray, method: str, events: tuple, seeded: bool, history: di
 def _check_grid_range(mech: Laplace, magnitude: float, size: int, what: str, owner: str) -> None:
     """Refuse, before the charge, a release whose public magnitude bound is too large for the exact grid.
 
-    The exact Laplace sampler refuses a value with ``|value| / g >= 2**51``
-    (``g`` its grid spacing). Checked on the value itself, after the charge,
-    that refusal would depend on the private value (DESIGN rule 7); checked
-    here on a public bound of ``|value|``, it depends on declarations only.
+    The exact Laplace sampler clips a value with ``|value| / g >= 2**51``
+    (``g`` its grid spacing) to that range, which keeps the guarantee but would
+    release a saturated, meaningless value; a refusal checked on the value
+    itself, after the charge, would depend on the private value (DESIGN rule 7).
+    Checked here on a public bound of ``|value|``, it depends on declarations
+    only, and nothing is spent.
     """
     g = mech.grid_spacing(size)
     if not magnitude / g < MAX_GRID_INDEX:

@@ -252,10 +252,33 @@ def test_grid_refuses_impossible_dimension():
         gaussian_grid(sigma=1.0, sensitivity=1.0, noise_multiplier=1.0, dim=10**18, owner="G")
 
 
-def test_round_to_grid_refuses_values_beyond_exact_range():
+def test_round_to_grid_clips_private_values_beyond_exact_range_and_refuses_public_ones():
+    """A private value past 2**51 grid steps is clipped, never refused: the refusal would come after the charge
+    and could depend on one row (DESIGN rule 7). A public value (a declared threshold) is still refused."""
     assert round_to_grid(np.array([0.49, 0.51, -2.5]), 1.0, "value", "X").tolist() == [0, 1, -2]
+    top = 2**51 - 1
+    assert round_to_grid(np.array([2.0**51, -1e300, 2.0**60]), 1.0, "value", "X").tolist() == [top, -top, top]
+    # g tiny enough that value / g overflows to infinity: still clipped
+    assert round_to_grid(np.array([1e300]), 1e-300, "value", "X").tolist() == [top]
     with pytest.raises(InvalidParameterError, match=r"The 'value' parameter of X is too large"):
-        round_to_grid(np.array([2.0**51]), 1.0, "value", "X")
+        round_to_grid(np.array([2.0**51]), 1.0, "value", "X", public=True)
+    with pytest.raises(InvalidParameterError, match=r"too large"):
+        round_to_grid(np.array([np.nan]), 1.0, "value", "X")
+
+
+@pytest.mark.parametrize("g", [1.0, 2.0**-10, 3.7e-9, 1e-200])
+def test_round_to_grid_keeps_the_rounding_bound_across_the_clip(g):
+    """The mechanisms charge |round(v/g) - round(v'/g)| <= |v - v'| / g + 2 per coordinate. Checked in exact
+    rationals on pairs straddling the clip: one below the limit, one above, and both above."""
+    rng = np.random.default_rng(0)
+    limit = Fraction(2**51) * Fraction(g)
+    for _ in range(2000):
+        u = limit * (1 + Fraction(int(rng.integers(-2000, 2000)), 10**6))
+        w = u + Fraction(float(rng.exponential(4.0))) * Fraction(g)
+        a, b = float(u), float(w)
+        ra, rb = round_to_grid(np.array([a, b]), g, "value", "X").tolist()
+        assert abs(rb - ra) <= abs(Fraction(b) - Fraction(a)) / Fraction(g) + 2
+        assert abs(ra) <= 2**51 - 1 and abs(rb) <= 2**51 - 1
 
 
 # --------------------------------------------------------------------------------------

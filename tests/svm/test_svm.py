@@ -239,3 +239,29 @@ def test_extreme_reference_norm_neither_raises_after_the_charge_nor_leaves_the_b
     assert len(acc.entries) == 1 and np.isfinite(U).all() and np.isfinite(clf.coef_).all()
     assert np.all(np.linalg.norm(U, axis=1) <= r2 * (1 + 1e-12))
     assert np.all(np.abs(U).sum(axis=1) <= r1 * (1 + 1e-12))
+
+
+@pytest.mark.filterwarnings("ignore::privtune.exceptions.LowUtilityWarning")
+@pytest.mark.parametrize("estimator", ["DPLogisticRegression", "DPLinearSVC", "DPSVC"])
+@pytest.mark.parametrize("solver", ["nag", "gd", "nag-opt"])
+def test_a_huge_budget_never_makes_the_noisy_gradient_refuse(estimator, solver):
+    """With a huge per-step budget a gradient sum can pass 2**51 steps of the Laplace path's exact grid, and
+    whether it did depended on the rows (aligned labels: a large sum; alternating labels: a small one). The
+    sampler used to refuse it after the charge; it now clips it to the grid's range (1-Lipschitz, same
+    sensitivity): both data sets are fitted and charged alike, for every margin classifier and solver."""
+    from privtune.accounting import Accountant, Budget
+    from privtune.linear_model import DPLogisticRegression
+    from privtune.svm import DPSVC, DPLinearSVC
+
+    cls = {"DPLogisticRegression": DPLogisticRegression, "DPLinearSVC": DPLinearSVC, "DPSVC": DPSVC}[estimator]
+    n = 400
+    X = np.tile([[1.0, 0.0]], (n, 1))
+    aligned, alternating = np.ones(n, dtype=int), np.arange(n) % 2
+    aligned[0] = 0  # two classes in both
+    ledgers = []
+    for y in (aligned, alternating):
+        acc = Accountant(Budget(1e16, 0.0))
+        model = cls(epsilon=1e15, noise="laplace", solver=solver, accountant=acc, random_state=0).fit(X, y)
+        assert np.all(np.isfinite(model.coef_))
+        ledgers.append([e.event.to_dict() for e in acc.entries])
+    assert ledgers[0] == ledgers[1] and len(ledgers[0]) == 1
