@@ -23,10 +23,14 @@ from privtune.base import PrivacyTags
 from privtune.exceptions import InvalidParameterError, PrivtuneError
 from privtune.linear_model._binary import _BinaryLinearClassifier, _SigmoidProbaMixin
 from privtune.linear_model._input import _numeric_rows, _numeric_table, _public_shape
+from privtune.optim._accelerated_plan import _make_plan as _make_accelerated_plan
+from privtune.optim._line_search_loop import _check_grids as _check_line_search_grids
+from privtune.optim._line_search_loop import _make_plan as _make_line_search_plan
 from privtune.optim._losses import _FLOAT32_SHRINK, clip_rows, compact_rows
 from privtune.optim._schedules import HORIZONS, SOLVERS
 from privtune.optim.accelerated import dp_accelerated, gaussian_run_multiplier
 from privtune.optim.line_search import MarginObjective, blsgd_privacy_event, dp_blsgd
+from privtune.utils._random import check_random_state
 from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real, label_entries
 
 __all__ = ["DPLogisticRegression"]
@@ -58,6 +62,10 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
 
     def _features(self, X: np.ndarray, *, fitting: bool) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _planned_features(self, n_samples: int, n_features: int) -> tuple[int, float, float]:
+        """``(width, L1, L2)`` of the feature matrix ``fit`` will build, from public sizes only."""
+        raise NotImplementedError  # pragma: no cover - abstract
 
     # -- validation -------------------------------------------------------------------
     def _validate_common(self, owner: str) -> dict[str, Any]:
@@ -176,6 +184,55 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
                         l2=1.0 / (params["C"] * n), accountant=None, random_state=self.random_state,
                         phase=type(self).__name__, **kwargs)
 
+    def _accelerated_kwargs(self, params: dict[str, Any], n: int, r1: float, r2: float) -> dict[str, Any]:
+        """The keyword arguments of :func:`dp_accelerated` for a fit on ``n`` rows (public; one place)."""
+        gaussian = self.noise == "gaussian"
+        return dict(solver=self.solver, epsilon=params["epsilon"], alpha=1.0 / (params["C"] * n), data_norm=r1,
+                    data_norm_l2=r2, loss=self._loss, smoothing=params.get("smoothing", 1.0),
+                    n_iter=params["max_iter"], batch_size=params["batch_size"], step_scale=params["step_scale"],
+                    initial_gap=params["initial_gap"], max_slope=params["max_slope"], clip="rows",
+                    noise=self.noise, delta=params["delta"] if gaussian else None, horizon=self.horizon,
+                    output="last" if self.horizon == "paper" else "tail_average")
+
+    def _public_plan(self, n: int, d: int, params: dict[str, Any], owner: str) -> tuple[int, float, float]:
+        """Build the solver's whole plan from public quantities, before the charge; return ``(width, R1, R2)``.
+
+        ``fit`` used to charge first and plan inside the solver, so a public
+        misconfiguration that no exact noise grid or float can hold (``epsilon``
+        of 1e-30, ``intercept_scaling`` of 1e200, a ``C`` so small that the step
+        schedule overflows) was refused after the charge: no leak (public
+        parameters only), but the fit's budget was lost. The same plan is now
+        built here first, so such a fit is refused with nothing spent. The
+        plan's noise draws nothing (a fixed seed is passed to it).
+        """
+        width, r1, r2 = self._planned_features(n, d)
+        if self.fit_intercept:
+            s = params["intercept_scaling"]
+            width, r1, r2 = width + 1, r1 + s, math.sqrt(r2 * r2 + s * s)
+        if not (math.isfinite(r1) and math.isfinite(r2)):
+            raise InvalidParameterError(
+                f"The declared row bounds of {owner} overflow a float (L1 {r1!r}, L2 {r2!r}, intercept column "
+                "included): use a smaller data_norm or intercept_scaling. Nothing was spent.")
+        if self.solver == LINE_SEARCH:
+            ls_params = {**self._line_search_kwargs(params), "clip_grad": params["max_slope"] * r2,
+                         "l2": 1.0 / (params["C"] * n)}
+            _check_line_search_grids(_make_line_search_plan(n, ls_params, owner), width,
+                                     check_random_state(0, owner=owner))
+        else:
+            _make_accelerated_plan(n=n, d=width, accountant=None, owner=owner, x0=None, masg_p=1, random_state=0,
+                                   **self._accelerated_kwargs(params, n, r1, r2))
+        return width, r1, r2
+
+    def _check_fit_plan(self, n_samples: int, n_features: int) -> None:
+        """Refuse, from public sizes alone, a configuration whose solver plan cannot be built (nothing spent).
+
+        What ``fit`` checks before its charge (:meth:`_public_plan`), for a
+        search that prepays its fits and must refuse such a candidate before
+        it charges the plan.
+        """
+        owner = type(self).__name__
+        self._public_plan(n_samples, n_features, self._validate_common(owner), owner)
+
     # -- fit ----------------------------------------------------------------------------
     def fit(self, X: Any, y: Any) -> _DPMarginClassifier:
         """Fit the model with a DP solver (Laplace or Gaussian noise) and charge its privacy cost.
@@ -194,8 +251,11 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
         Raises
         ------
         InvalidParameterError
-            For a hyperparameter outside its domain or a public defect of the
-            inputs (shapes, ``batch_size > n_samples``); nothing is spent.
+            For a hyperparameter outside its domain, a public defect of the
+            inputs (shapes, ``batch_size > n_samples``), or a configuration
+            whose solver plan no exact noise grid or float can hold (e.g.
+            ``epsilon=1e-30``, ``intercept_scaling=1e200``; the whole plan is
+            built from public sizes first); nothing is spent.
             Refused after the charge (the run is paid for: whether to refuse
             depends on the rows): rows over the declared bound with
             ``clip="raise"`` and, without declared ``classes``, a target that
@@ -229,6 +289,7 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
         event = self._fit_privacy_event()
         if self.solver == LINE_SEARCH and self._line_search_event_for(n, params) != event:
             raise PrivtuneError(f"Internal error: {owner}'s line-search event depends on n_samples; nothing spent.")
+        planned = self._public_plan(n, d, params, owner)  # refuses a plan no grid or float can hold, unspent
         acc.spend(event, phase=owner, role="training")  # write-ahead, before any value of X or y is read
         X, y = _numeric_rows(self, X, y, owner)
         z, usable = self._encode_labels(y, owner)
@@ -248,6 +309,8 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
             coef_scale = _FLOAT32_SHRINK
         if self.fit_intercept:
             r1, r2 = r1 + s, math.sqrt(r2 * r2 + s * s)
+        if (U.shape[1], r1, r2) != planned:  # public quantities only: the same on every neighbour
+            raise PrivtuneError(f"Internal error: {owner}'s features differ from its public plan {planned}.")
         if not usable.all():  # a label outside the declared classes: the row contributes nothing
             U = U.copy() if U.dtype != np.float32 else U  # the float32 rows are already a private copy
             U[~usable] = 0.0
@@ -255,14 +318,8 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
         if self.solver == LINE_SEARCH:
             res = self._fit_line_search(U, z, r2, params, event)
         else:
-            res = dp_accelerated(
-                U, z, solver=self.solver, epsilon=params["epsilon"], alpha=1.0 / (params["C"] * n), data_norm=r1,
-                data_norm_l2=r2, loss=self._loss, smoothing=params.get("smoothing", 1.0), n_iter=params["max_iter"],
-                batch_size=params["batch_size"], step_scale=params["step_scale"], initial_gap=params["initial_gap"],
-                max_slope=params["max_slope"], clip="rows", accountant=None,  # charged above
-                random_state=self.random_state, phase=owner, noise=self.noise,
-                delta=params["delta"] if gaussian else None, horizon=self.horizon,
-                output="last" if self.horizon == "paper" else "tail_average")
+            res = dp_accelerated(U, z, accountant=None, random_state=self.random_state, phase=owner,  # charged above
+                                 **self._accelerated_kwargs(params, n, r1, r2))
         w = res.x
         if self.fit_intercept:  # the model of the stored rows, for the rows predict sees (coef_scale, s_used)
             self.coef_ = (w[:-1] * coef_scale).reshape(1, -1)
@@ -325,6 +382,9 @@ class _ClippedLinearMixin:
 
     def _feature_bounds(self, n_features: int) -> tuple[float, float]:
         return self._bounds_now(n_features)
+
+    def _planned_features(self, n_samples: int, n_features: int) -> tuple[int, float, float]:
+        return (n_features, *self._bounds_now(n_features))
 
     def _bounds_now(self, n_features: int) -> tuple[float, float]:
         """Declared ``(L1, L2)`` row bounds. Gaussian noise needs the L2 bound only: ``data_norm_l2``,

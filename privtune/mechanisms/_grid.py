@@ -101,7 +101,8 @@ def gaussian_grid(*, sigma: float, sensitivity: float, noise_multiplier: float, 
     if found is None:
         raise InvalidParameterError(
             f"{owner} cannot place {dim} coordinate(s) on an exact noise grid (it would need a grid "
-            f"exponent above {MAX_GAUSSIAN_GRID_EXPONENT}); use fewer coordinates."
+            f"exponent above {MAX_GAUSSIAN_GRID_EXPONENT}, noise multiplier {noise_multiplier:.4g}); use fewer "
+            "coordinates or a larger epsilon (less noise)."
         )
     return found
 

@@ -38,7 +38,7 @@ from privtune.model_selection._progress import _Progress
 from privtune.model_selection._results import _SearchResultsMixin
 from privtune.model_selection._scoring import BoundedScorer
 from privtune.model_selection._seeding import CANDIDATE, REFIT, FitSeeder
-from privtune.model_selection._training import FitTickets, _RunKeeper, _TrainingRoleMixin
+from privtune.model_selection._training import FitTickets, _RunKeeper, _TrainingRoleMixin, check_candidate_plans
 from privtune.model_selection._utility import utility_warnings
 from privtune.space import candidate_set
 from privtune.utils._random import check_random_state
@@ -509,6 +509,10 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         count_runs = evaluate_here and method.name not in _RAW_TRAJECTORY  # (see objective; no closure over
         # the method itself, which holds the study's connection and must not travel to workers)
         train_acc, train_plan, tickets = self._training_role(cfg, method, candidates, budget, n_folds)
+        if train_acc is not None:  # every candidate's solver plan, from public sizes, before anything is charged
+            sizes = {len(part) for part, _ in folds} if folds else set()
+            check_candidate_plans(self.estimator, candidates, sizes | {X_tr.shape[0]},
+                                  X_tr.shape[1] if X_tr.ndim > 1 else 1)
         if cfg["method"] != "prescreen":  # prescreen warned before its screening fits
             self._warn_low_utility(method, candidates, scorer)  # before any data is read
         estimator = self.estimator

@@ -264,6 +264,37 @@ def check_candidate_costs(estimator: Any, candidates: Any, one_fit: PrivacyEvent
             pass
 
 
+def check_candidate_plans(estimator: Any, candidates: Any, train_sizes: Any, n_features: int) -> None:
+    """Build every candidate's training plan from public sizes before the search charges anything.
+
+    A DP estimator that offers ``_check_fit_plan(n_samples, n_features)`` (privtune's
+    margin classifiers) refuses there a configuration that no exact noise grid or
+    float can hold; called by its own ``fit`` that refusal spends nothing, but inside
+    a search every fit is prepaid, so it would come after the training role's
+    charge (public parameters only, so no leak; the plan's budget would be lost).
+    ``train_sizes``: every training-part size a fit can see (folds, the refit).
+
+    Raises
+    ------
+    InvalidParameterError
+        The first candidate's refusal, naming the candidate.
+    """
+    if not callable(getattr(estimator, "_check_fit_plan", None)):
+        return
+    seen: set[Any] = set()
+    for params in candidates.params:
+        candidate = clone(estimator).set_params(**params)
+        key = repr(sorted(candidate.get_params(deep=False).items(), key=lambda kv: kv[0]))
+        if key in seen:
+            continue
+        seen.add(key)
+        for n in sorted(set(train_sizes)):
+            try:
+                candidate._check_fit_plan(int(n), int(n_features))
+            except InvalidParameterError as exc:
+                raise InvalidParameterError(f"{exc} (The search space's candidate {params} sets it.)") from None
+
+
 def training_plan(one_fit: PrivacyEvent, *, n_fits: int, refit: bool,
                   stopping_event: PrivacyEvent | None = None) -> list[tuple[PrivacyEvent, str]]:
     """The training role's charges, in order, from public quantities only.

@@ -40,6 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
+from privtune.exceptions import InvalidParameterError
+
 __all__ = ["Schedule", "step_schedule", "uniform_split", "opt_split", "opt_split_gaussian", "base_epsilon",
            "auto_horizon", "uniform_paper_horizon", "SOLVERS", "HORIZONS"]
 
@@ -215,11 +217,17 @@ def _max_useful_horizon(sched: Schedule, mu: float, smoothness: float, power: fl
     beyond what the exact grid sampler can represent). Such steps are useless; the horizon is capped
     instead (a deviation from the paper, which has no such cap). Public constants only.
     """
-    _, B, _ = _profile(sched, mu, smoothness)
-    spread = (np.maximum.accumulate(B) - np.minimum.accumulate(B)) * power  # A_tau cancels in the ratio
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):  # public; a non-finite profile: refused
+        _, B, _ = _profile(sched, mu, smoothness)
+        spread = (np.maximum.accumulate(B) - np.minimum.accumulate(B)) * power  # A_tau cancels in the ratio
     limit = -math.log(MIN_RELATIVE_SHARE) if max_log_ratio is None else min(max_log_ratio,
                                                                           -math.log(MIN_RELATIVE_SHARE))
     ok = np.nonzero(spread <= max(limit, 0.0))[0]
+    if not ok.size:  # the profile is not finite (NaN): mu and the smoothness overflow the schedule's arithmetic
+        raise InvalidParameterError(
+            f"The step schedule's coefficients are not finite for strong convexity {mu!r} and smoothness "
+            f"{smoothness!r} (a regularisation C so small, or a smoothing so large, that they overflow). "
+            "Use a larger C or a smaller smoothing.")
     return int(ok[-1]) + 1
 
 

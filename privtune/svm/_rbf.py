@@ -232,15 +232,23 @@ class DPSVC(_DPMarginClassifier):
 
     def _feature_bounds(self, n_features: int) -> tuple[float, float]:
         D = int(self.random_weights_.shape[1])
+        return self._bounds_for(D, float(getattr(self, "linear_share_", 0.0)), n_features)
+
+    def _bounds_for(self, D: int, s: float, n_features: int) -> tuple[float, float]:
+        """Declared (L1, L2) bounds of the mapped rows for D random features and linear share s."""
         if self.reference_norm is None:  # every coordinate is at most sqrt(2/D) in absolute value
             r1 = math.sqrt(2.0 * D)
         else:
             r1 = math.sqrt(D) * _FEATURE_NORM  # ||v||_1 <= sqrt(D) ||v||_2 after the L2 clip
-        s = float(getattr(self, "linear_share_", 0.0))
         if s == 0.0:
             return r1, _FEATURE_NORM
         # [sqrt(s) xbar, sqrt(1 - s) psi]: ||xbar||_2 <= 1 so ||xbar||_1 <= sqrt(d); ||.||_2**2 <= s + (1 - s)
         return math.sqrt(s * n_features) + math.sqrt(1.0 - s) * r1, _FEATURE_NORM
+
+    def _planned_features(self, n_samples: int, n_features: int) -> tuple[int, float, float]:
+        D = _auto_components(n_samples) if isinstance(self.n_components, str) else int(self.n_components)
+        s = float(self.linear_share)
+        return (D + (n_features if s > 0.0 else 0), *self._bounds_for(D, s, n_features))
 
     def _features(self, X: np.ndarray, *, fitting: bool) -> np.ndarray:
         if fitting:

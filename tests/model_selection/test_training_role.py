@@ -487,3 +487,30 @@ def test_largest_fit_epsilon_refuses_what_it_cannot_answer():
 
     with pytest.raises(BudgetExceededError, match="lower n_iter"):
         PrivateSearchCV(Costly(), SPACE, sensitive="both", epsilon=1.0, n_iter=2).largest_fit_epsilon(30)
+
+
+@pytest.mark.parametrize("cv", [None, 3])
+def test_a_candidate_whose_solver_plan_cannot_be_built_is_refused_before_the_search_charges(monkeypatch, cv):
+    """A privtune DP estimator refuses a configuration no exact noise grid or float can hold before its own charge,
+    but a search prepays its fits: such a candidate (here intercept_scaling=1e200) used to be charged for with the
+    whole plan and then fail inside the search. Every candidate's plan is now built from the public sizes (each
+    fold's, and the refit's) before the search charges anything."""
+    from privtune.accounting import Accountant
+    from privtune.svm import DPLinearSVC
+
+    spent = []
+    real_spend = Accountant.spend
+    monkeypatch.setattr(Accountant, "spend", lambda self, *a, **k: (spent.append(a), real_spend(self, *a, **k))[1])
+    X_tr, y_tr, X_v, y_v = _data(n=120)
+    space = {"intercept_scaling": Categorical([1.0, 1e200])}
+    s = PrivateSearchCV(DPLinearSVC(epsilon=0.5, classes=[0, 1]), space, method="random", sensitive="both",
+                        epsilon=5.0, n_iter=2, n_candidates=2, random_state=0, cv=cv)
+    data = dict(X_val=X_v, y_val=y_v) if cv is None else {}
+    with pytest.raises(InvalidParameterError, match=r"row bounds .* overflow.*intercept_scaling': 1e\+200"):
+        s.fit(X_tr, y_tr, **data)
+    assert spent == [] and not hasattr(s, "ledger_")
+    ok = PrivateSearchCV(DPLinearSVC(epsilon=0.5, classes=[0, 1]), {"intercept_scaling": Categorical([0.5, 1.0])},
+                         method="random", sensitive="both", epsilon=5.0, n_iter=2, n_candidates=2, random_state=0,
+                         cv=cv)
+    ok.fit(X_tr, y_tr, **data)
+    assert spent

@@ -265,3 +265,59 @@ def test_a_huge_budget_never_makes_the_noisy_gradient_refuse(estimator, solver):
         assert np.all(np.isfinite(model.coef_))
         ledgers.append([e.event.to_dict() for e in acc.entries])
     assert ledgers[0] == ledgers[1] and len(ledgers[0]) == 1
+
+
+_UNPLANNABLE = [
+    ("DPLogisticRegression", dict(epsilon=1e-30), "exact noise grid"),
+    ("DPLinearSVC", dict(epsilon=1e-30, noise="laplace"), "exact noise grid"),
+    ("DPSVC", dict(epsilon=1e-30), "exact noise grid"),
+    ("DPSVC", dict(epsilon=1e-30, solver="line-search"), "exact noise grid"),
+    ("DPLogisticRegression", dict(intercept_scaling=1e200), "row bounds .* overflow"),
+    ("DPLinearSVC", dict(intercept_scaling=1e200, solver="line-search"), "row bounds .* overflow"),
+    ("DPSVC", dict(intercept_scaling=1e200, noise="laplace"), "row bounds .* overflow"),
+    ("DPLogisticRegression", dict(data_norm=1e300), "row bounds .* overflow"),
+    ("DPLinearSVC", dict(C=1e-300, solver="nag-opt"), "step schedule's coefficients are not finite"),
+    ("DPSVC", dict(smoothing=1e300, solver="nag-opt"), "step schedule's coefficients are not finite"),
+]
+
+
+@pytest.mark.parametrize(("estimator", "params", "match"), _UNPLANNABLE)
+def test_a_plan_no_grid_or_float_can_hold_is_refused_before_the_charge(estimator, params, match):
+    """Public misconfigurations that no exact noise grid or float can hold were refused inside the solver, after
+    the fit's charge (no leak, but the budget was lost; an IndexError for the opt horizon). The whole solver plan
+    is now built from public sizes before the charge: refused with nothing spent, and the same from
+    ``_check_fit_plan`` (what a search calls before it prepays its fits)."""
+    from privtune.accounting import Accountant, Budget
+    from privtune.exceptions import InvalidParameterError
+    from privtune.linear_model import DPLogisticRegression
+    from privtune.svm import DPSVC, DPLinearSVC
+
+    cls = {"DPLogisticRegression": DPLogisticRegression, "DPLinearSVC": DPLinearSVC, "DPSVC": DPSVC}[estimator]
+    X = np.random.default_rng(0).normal(size=(300, 4))
+    y = (X[:, 0] > 0).astype(int)
+    acc = Accountant(Budget(1e300, 0.5))
+    model = cls(accountant=acc, random_state=0, **params)
+    with pytest.raises(InvalidParameterError, match=match):
+        model.fit(X, y)
+    assert len(acc.entries) == 0 and not hasattr(model, "coef_")
+    with pytest.raises(InvalidParameterError, match=match):
+        model._check_fit_plan(300, 4)
+
+
+@pytest.mark.parametrize("estimator", ["DPLogisticRegression", "DPLinearSVC", "DPSVC"])
+@pytest.mark.parametrize("params", [{}, dict(solver="line-search"), dict(noise="laplace", solver="gd"),
+                                    dict(fit_intercept=False, solver="nag-opt"), dict(noise="laplace", batch_size=64)])
+def test_the_public_plan_matches_the_fit(estimator, params):
+    """``fit`` checks that the features it builds have the width and bounds of its public plan (else an internal
+    error): every solver, both noises, with and without the intercept, and DPSVC's linear share on and off."""
+    from privtune.linear_model import DPLogisticRegression
+    from privtune.svm import DPSVC, DPLinearSVC
+
+    cls = {"DPLogisticRegression": DPLogisticRegression, "DPLinearSVC": DPLinearSVC, "DPSVC": DPSVC}[estimator]
+    X = np.random.default_rng(1).normal(size=(200, 3))
+    y = (X[:, 1] > 0).astype(int)
+    shares = [{}, {"linear_share": 0.0}] if estimator == "DPSVC" else [{}]
+    for extra in shares:
+        model = cls(epsilon=1.0, random_state=0, **params, **extra).fit(X, y)
+        width, r1, r2 = model._public_plan(200, 3, model._validate_common(estimator), estimator)
+        assert width == model.coef_.shape[1] + int(model.fit_intercept)
