@@ -130,7 +130,8 @@ class RandomSearch(ReleaseMethod):
             raise InvalidParameterError(
                 f"The 'run_event' parameter of {owner} must be None or the PrivacyEvent of one training run that is "
                 "pure epsilon-DP or bounded by the RDP accountant (e.g. a GaussianEvent), unconditionally. "
-                f"Got {run_event!r}.")
+                f"Got a {type(run_event).__name__}"
+                + (f" ({run_event.label})." if isinstance(run_event, PrivacyEvent) and run_event.label else "."))
         self.run_event = run_event
         self._score_eps: float | None = None
         if selection == "random-stopping":

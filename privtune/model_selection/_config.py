@@ -154,8 +154,9 @@ class _SearchConfigMixin:
                 if not (one_budget.delta == 0 or to_rdp_event(one_fit) is not None) or one_fit.is_conditional():
                     raise InvalidParameterError(
                         "Random stopping (Papernot & Steinke) bounds runs whose training event is pure epsilon-DP or "
-                        f"has an RDP curve (e.g. the default Gaussian fits), but {type(self.estimator).__name__} "
-                        f"declares {one_fit!r}, which has neither. Use selection='exponential'.")
+                        "has an RDP curve privtune can evaluate at every order (e.g. the default Gaussian fits), but "
+                        f"{type(self.estimator).__name__} declares a {type(one_fit).__name__} "
+                        f"({one_fit.label or 'unlabelled'}), which has neither. Use selection='exponential'.")
                 if "run_event" in (self.method_params or {}):
                     raise InvalidParameterError(
                         "Do not pass method_params['run_event'] with sensitive training data: the search takes each "

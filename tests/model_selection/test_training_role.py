@@ -195,6 +195,19 @@ def test_random_stopping_refuses_fits_without_a_pure_or_rdp_bound():
         s.fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
 
 
+def test_random_stopping_refusal_names_the_event_without_dumping_it():
+    """The message quoted the declared event's repr: for the line-search solver's RDP filter cap, thousands of
+    characters of orders and epsilons. It names the event's kind and label."""
+    from privtune.linear_model import DPLogisticRegression
+
+    X_tr, y_tr, X_v, y_v = _data()
+    s = PrivateSearchCV(DPLogisticRegression(solver="line-search", classes=[0, 1]), {"C": Real(0.1, 10, log=True)},
+                        sensitive="both", n_iter=4, n_candidates=4, method_params={"selection": "random-stopping"})
+    with pytest.raises(InvalidParameterError, match=r"declares a RenyiEvent \(one DPLogisticRegression fit") as exc:
+        s.fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert len(str(exc.value)) < 500
+
+
 def test_random_stopping_with_cv_charges_every_fold_fit_of_a_run():
     """Regression (found this session): with cv each run fits one model per fold and a row is a training row of all
     folds but one, yet a run was charged one fit. With cv=10 and fits at 0.1 a run costs a row 0.9 of training,
