@@ -220,7 +220,7 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
                                      check_random_state(0, owner=owner))
         else:
             _make_accelerated_plan(n=n, d=width, accountant=None, owner=owner, x0=None, masg_p=1, random_state=0,
-                                   **self._accelerated_kwargs(params, n, r1, r2))
+                                   check_only=True, **self._accelerated_kwargs(params, n, r1, r2))
         return width, r1, r2
 
     def _check_fit_plan(self, n_samples: int, n_features: int) -> None:

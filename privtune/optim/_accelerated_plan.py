@@ -9,6 +9,7 @@ quantities only (``n``, ``d``, declared bounds and the parameters).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -54,6 +55,7 @@ GAUSSIAN_SLACK = 1e-3
 _SPLIT_MARGIN = 1.0 - 2.0**-40
 
 
+@functools.lru_cache(maxsize=4096)
 def gaussian_run_multiplier(epsilon: float, delta: float) -> float:
     """Noise multiplier ``nm`` of the single Gaussian that a whole Gaussian-variant run composes to.
 
@@ -80,7 +82,14 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
                data_norm_l2: float | None, loss: str, smoothing: float, n_iter: int, batch_size: int | None,
                step_scale: float, initial_gap: float | None, x0: Any, masg_p: int, clip: str, output: str,
                accountant: Any, random_state: Any, owner: str, noise: str = "laplace",
-               delta: float | None = None, max_slope: float = 1.0, horizon: str | None = None) -> _Plan:
+               delta: float | None = None, max_slope: float = 1.0, horizon: str | None = None,
+               check_only: bool = False) -> _Plan | None:
+    """The run's whole plan from public quantities (every refusal happens here, before any charge).
+
+    ``check_only``: stop once every check has passed and every step's exact
+    noise grid exists (returns None); skips the events and their composition,
+    which only a run needs.
+    """
     _choice(solver, "solver", SOLVERS, owner)
     if horizon is None:  # the function API's historical behaviour: the paper's T* for *-opt, else n_iter
         horizon = "paper" if solver.endswith("-opt") else "max_iter"
@@ -164,7 +173,7 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
         return _gaussian_plan(solver=solver, n=n, d=d, m=m, eps=eps, dlt=dlt, mu=mu, r1=r1, r2=r2,
                               kappa=kappa, lossf=lossf, horizon=horizon, sched=sched, smooth=smooth, e0=e0, w0=w0,
                               clip=clip, output=output, source=source, owner=owner, select=select,
-                              horizon_rule=horizon_rule)
+                              horizon_rule=horizon_rule, check_only=check_only)
     if solver.endswith("-opt"):
         t_used, eps_t = opt_split(sched, epsilon=eps, mu=mu, smoothness=smooth, sensitivity=sens, n=n,
                                   dim=d, initial_gap=e0, select_horizon=select)
@@ -178,6 +187,8 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
     mechs = [Laplace(epsilon=e, sensitivity=sens / m, random_state=source) for e in eps0]
     for mech in mechs:
         mech.grid_spacing(d)  # the exact grid must exist for every step: refuse now, before any spending
+    if check_only:
+        return None
     if m == n:
         events: list[PrivacyEvent] = [LaplaceEvent(epsilon=e) for e in eps0]
     else:
@@ -199,7 +210,7 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
 def _gaussian_plan(*, solver: str, n: int, d: int, m: int, eps: float, dlt: float, mu: float, r1: float,
                    r2: float, kappa: float, lossf: MarginLoss, horizon: int, sched: Any, smooth: float, e0: float,
                    w0: np.ndarray, clip: str, output: str, source: Any, owner: str, select: bool,
-                   horizon_rule: str) -> _Plan:
+                   horizon_rule: str, check_only: bool = False) -> _Plan | None:
     """The Gaussian (zCDP) plan -- privtune's extension, not in the paper (internal).
 
     Per-example L2 sensitivity of the data-term gradient ``S_2 = 2 kappa R_2`` (``R_2``
@@ -232,6 +243,8 @@ def _gaussian_plan(*, solver: str, n: int, d: int, m: int, eps: float, dlt: floa
     mechs = [by_nm[v] for v in nms]
     for mech in by_nm.values():
         mech.grid_spacing(d)  # the exact grid must exist for every step: refuse now, before any spending
+    if check_only:
+        return None
     events: list[PrivacyEvent] = [GaussianEvent(noise_multiplier=v, vector=True) for v in nms]
     label = f"Kuru et al. 2022 DP-{solver.upper()}, Gaussian variant ({t_used} steps, batch {m} of {n})"
     if len(set(nms)) == 1:
