@@ -22,15 +22,16 @@ n_iter = 5 and 10, and random stopping (Papernot & Steinke; ``selection="random-
 mean 5 and 10); for the logistic model also n_iter = 20 with each; and, as a baseline, no search at all (the
 estimator at its defaults, one fit with the training role's whole budget). The per-fit ε is
 ``PrivateSearchCV.largest_fit_epsilon``: the largest whose up-front training plan fits the budget
-(``best_estimator_`` is the selected candidate's, or run's, own fit, so no refit is paid for); breast cancer
-and a 5 000-row synthetic set (rows scaled to unit norm, a public bound); 20 seeds; test accuracy of the
+(``best_estimator_`` is the selected candidate's, or run's, own fit, so no refit is paid for); breast cancer,
+digits (0-4 against 5-9: the estimators are binary) and a 5 000-row synthetic set (rows scaled to unit norm, a
+public bound); 20 seeds; test accuracy of the
 released model, the share of seeds that return the majority-class model, and the non-private
 ``LogisticRegression`` ceiling.
 
 Peer libraries (diffprivlib, Opacus) are compared per fit in ``benchmarks/dp_trainer_peers.py``.
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/privacy_utility.py [--seeds 20] [--quick] [--part A|B]
-[--only TASK]``.
+[--only TASK]`` (``--only`` with ``--part A`` or ``B``: rerun the tasks whose name contains TASK, keep the rest).
 Writes ``benchmarks/results/privacy_utility.{json,md,png}``.
 """
 
@@ -193,12 +194,20 @@ def part_a(seeds: int, quick: bool, only: str | None = None) -> list[dict]:
     return rows
 
 
-def part_b(seeds: int, quick: bool) -> list[dict]:
-    rows = []
+def b_tasks(quick: bool) -> list[tuple[str, tuple[np.ndarray, np.ndarray]]]:
+    """Part B's binary tasks: the bundled sets with n >= 500 (digits as 0-4 against 5-9) and a synthetic one."""
     data = [("breast cancer", load_breast_cancer(return_X_y=True))]
     if not quick:
+        Xd, yd = load_digits(return_X_y=True)
+        data.append(("digits 0-4 vs 5-9", (Xd, (yd >= 5).astype(int))))
         data.append(("synthetic 5 000", make_classification(n_samples=5000, n_features=20, n_informative=8,
                                                             random_state=0)))
+    return data
+
+
+def part_b(seeds: int, quick: bool, only: str | None = None) -> list[dict]:
+    rows = []
+    data = [t for t in b_tasks(quick) if only is None or only in t[0]]
     estimators = {"DPLogisticRegression": DPLogisticRegression, "DPLinearSVC": DPLinearSVC, "DPSVC": DPSVC}
     # (selection, n_iter): the default exponential selection, and random stopping (Papernot & Steinke) with its
     # default shape (geometric K) at the same mean number of runs; n_iter = 20 for the logistic model only.
@@ -262,8 +271,9 @@ def part_b(seeds: int, quick: bool) -> list[dict]:
 
 
 def summary_b(b_rows) -> list[str]:
-    """Part B, per n_iter, selection and epsilon, over the six (task, estimator) cells, beside no search."""
-    L = ["", "### Summary over the six (task, estimator) cells\n",
+    """Part B, per n_iter, selection and epsilon, over every (task, estimator) cell, beside no search."""
+    n_cells = len({(r["task"], r["estimator"]) for r in b_rows})
+    L = ["", f"### Summary over the {n_cells} (task, estimator) cells\n",
          "| ε per role | n_iter | selection | mean of median regret | mean of p90 regret | cells where it is best |",
          "|---|---|---|---|---|---|"]
     selections = ("exponential", "random-stopping", NO_SEARCH)
@@ -307,7 +317,9 @@ def render(meta, a_rows, b_rows) -> str:
     runs = meta.get("part_runs") or {}
     when = (f"Part A run {runs.get('A')}" + "".join(f" (task {t!r} rerun {d})" for t, d in
                                                      (runs.get("A_tasks") or {}).items())
-            + f", part B run {runs.get('B')}") if runs else f"Run {meta['run']}"
+            + f", part B run {runs.get('B')}" + "".join(f" (task {t!r} rerun {d})" for t, d in
+                                                      (runs.get("B_tasks") or {}).items())) if runs \
+        else f"Run {meta['run']}"
     L = ["# Privacy-utility study (issue 11)\n",
          when + f", {meta['platform']}, privtune {meta['privtune']}, {meta['seeds']} seeds per cell. "
          "`python benchmarks/privacy_utility.py`. Regret: points of test accuracy "
@@ -367,20 +379,30 @@ def plot(a_rows, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def _part_runs(old_meta: dict, part: str, only: str | None, a_rows: list[dict], now: str) -> dict:
-    """When each part (and each part-A task rerun with ``--only``) was run, carried over from the stored results."""
+def _part_runs(old_meta: dict, part: str, only: str | None, rows: list[dict], now: str) -> dict:
+    """When each part (and each task rerun with ``--only``) was run, carried over from the stored results.
+
+    ``rows``: the rows of the part that ran (A or B; both with ``part="all"``, where ``only`` is None).
+    """
     runs = dict(old_meta.get("part_runs") or {})
     if not runs and old_meta:  # a results file written before "part_runs" existed
         stored = old_meta.get("part", "all")
         runs = {"A": old_meta["run"] if stored in ("all", "A") else old_meta.get("other_part_from"),
                 "B": old_meta["run"] if stored in ("all", "B") else old_meta.get("other_part_from")}
-    if part in ("all", "B"):
-        runs["B"] = now
-    if part in ("all", "A") and only is None:
-        runs["A"], runs["A_tasks"] = now, {}
-    elif only is not None:
-        runs["A_tasks"] = {**runs.get("A_tasks", {}), **{r["task"]: now for r in a_rows if only in r["task"]}}
+    for name in ("A", "B"):
+        if part in ("all", name) and only is None:
+            runs[name], runs[f"{name}_tasks"] = now, {}
+        elif part == name:
+            runs[f"{name}_tasks"] = {**runs.get(f"{name}_tasks", {}),
+                                     **{r["task"]: now for r in rows if only in r["task"]}}
     return runs
+
+
+def _merged(stored: list[dict], fresh_rows: list[dict], order: list[str]) -> list[dict]:
+    """The stored rows of the tasks not rerun, and the fresh rows, in the tasks' order."""
+    fresh = {r["task"] for r in fresh_rows}
+    return sorted([r for r in stored if r["task"] not in fresh] + fresh_rows,
+                  key=lambda r: order.index(r["task"]) if r["task"] in order else len(order))
 
 
 def main() -> None:
@@ -390,25 +412,25 @@ def main() -> None:
     ap.add_argument("--part", choices=["all", "A", "B"], default="all",
                     help="run one part and keep the other from the existing results file")
     ap.add_argument("--only", default=None,
-                    help="with --part A: run the part-A tasks whose name contains this text only, and keep the "
-                         "other tasks' rows from the existing results file")
+                    help="with --part A or B: run that part's tasks whose name contains this text only, and keep "
+                         "the other tasks' rows from the existing results file")
     args = ap.parse_args()
-    if args.only is not None and args.part != "A":
-        ap.error("--only needs --part A")
+    if args.only is not None and args.part == "all":
+        ap.error("--only needs --part A or --part B")
     warnings.filterwarnings("ignore")
     t0 = time.perf_counter()
     old = json.loads((OUT / "privacy_utility.json").read_text()) if args.part != "all" else {}
     a_rows = part_a(args.seeds, args.quick, args.only) if args.part in ("all", "A") else old["A"]
-    if args.only is not None:  # merge, in the tasks' order: the rerun tasks' rows replace the stored ones
-        order = [t[0] for t in tasks(False)]
-        fresh = {r["task"] for r in a_rows}
-        a_rows = sorted([r for r in old["A"] if r["task"] not in fresh] + a_rows,
-                        key=lambda r: order.index(r["task"]) if r["task"] in order else len(order))
-    b_rows = part_b(args.seeds, args.quick) if args.part in ("all", "B") else old["B"]
+    if args.only is not None and args.part == "A":  # merge in the tasks' order: rerun tasks' rows replace stored ones
+        a_rows = _merged(old["A"], a_rows, [t[0] for t in tasks(False)])
+    b_rows = part_b(args.seeds, args.quick, args.only) if args.part in ("all", "B") else old["B"]
+    if args.only is not None and args.part == "B":
+        b_rows = _merged(old["B"], b_rows, [t[0] for t in b_tasks(False)])
     now = time.strftime("%Y-%m-%d %H:%M")
     meta = {"run": now, "platform": platform.platform(), "privtune": privtune.__version__,
             "seeds": args.seeds, "seconds": time.perf_counter() - t0, "part": args.part,
-            "part_runs": _part_runs(old.get("meta", {}), args.part, args.only, a_rows, now)}
+            "part_runs": _part_runs(old.get("meta", {}), args.part, args.only,
+                                    b_rows if args.part == "B" else a_rows, now)}
     md = render(meta, a_rows, b_rows)
     if args.quick:
         print(md)
