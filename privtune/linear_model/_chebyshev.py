@@ -234,7 +234,13 @@ default="perturb-objective"
             On bad parameters, non-numeric or non-finite *features* (public) or
             wrong shapes, before anything is spent. Targets are never refused for
             their values: a non-finite target is mapped to the middle of
-            ``target_bound`` and every target is clipped to it, row by row.
+            ``target_bound`` and every target is clipped to it, row by row; and
+            the exact LP of ``"perturb-solution"``, ``"perturb-objective"`` and
+            the rejection sampler is rescaled when HiGHS rejects its magnitudes
+            (targets of ``1e20`` or more inside a wide ``target_bound``, huge
+            public features), with a data-free fallback if it still fails
+            (:func:`~privtune.optim.piecewise.pwa_perturb_solution`), so nothing
+            is refused after the charge.
         BudgetExceededError
             If the accountant refuses the charge; ``y`` is not used.
 

@@ -103,6 +103,36 @@ def _result(x: np.ndarray, method: str, events: tuple, seeded: bool, history: di
                            delta=delta, guarantee=guarantee, seeded=seeded, history=history)
 
 
+# ----------------------------------------------------------------------------- LP (never refuses after a charge)
+def _minimiser_or_centre(prob: _Problem, b: np.ndarray) -> tuple[np.ndarray, float]:
+    """``solve_pwa`` on ``b``, or the box's centre (data-free) if the solver fails: never raises after a charge.
+
+    The mechanisms call it after their charge, on offsets whose values are the
+    sensitive data (or noisy ones): a refusal there would depend on them.
+    :func:`solve_pwa` rescales an LP that HiGHS rejects (offsets of 1e20 and
+    more inside a declared range, say), so the centre is a last resort.
+    """
+    try:
+        return solve_pwa(prob.A, b, prob.lo, prob.hi)
+    except RuntimeError:
+        x = prob.centre.copy()
+        with np.errstate(over="ignore", invalid="ignore"):
+            return x, float((prob.A @ x + b).max())
+
+
+def _lower_bound_of_min(prob: _Problem) -> float:
+    """``max_i min_P (a_i . x + b_i) <= min_P f``, in closed form (no solver).
+
+    Its gap to ``max_P f`` is at most ``W = max_i sum_j |a_ij| (hi_j - lo_j)``
+    (the piece ``i`` that attains ``max_P f`` varies by at most its own range
+    over ``P``), so the rejection sampler started from it stays exact and keeps
+    the certificate of :func:`rejection_tv_bound`.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        low = np.minimum(prob.A * prob.lo, prob.A * prob.hi).sum(axis=1) + prob.b
+    return float(np.max(low))
+
+
 # ----------------------------------------------------------------------------- M_P
 def _check_grid_range(mech: Laplace, magnitude: float, size: int, what: str, owner: str) -> None:
     """Refuse, before the charge, a release whose public magnitude bound is too large for the exact grid.
@@ -207,7 +237,7 @@ def pwa_perturb_objective(A: Any, b: Any, *, bounds: Any, epsilon: float, offset
     charge(accountant, (event,), phase=_PHASE, owner=owner)
     b = prob.b if bound is None else np.clip(prob.b, -bound, bound)  # the declared bound, enforced
     b_noisy = np.asarray(mech.randomise(b), dtype=np.float64)
-    x, value = solve_pwa(prob.A, b_noisy, prob.lo, prob.hi)
+    x, value = _minimiser_or_centre(prob, b_noisy)  # post-processing of b_noisy; never refuses after the charge
     return _result(x, "perturb-objective", (event,), mech.seeded,
                    {"b_noisy": b_noisy, "noisy_value": value, "scale": mech.scale, "l1_sensitivity": sensitivity})
 
@@ -242,7 +272,11 @@ def pwa_perturb_solution(A: Any, b: Any, *, bounds: Any, epsilon: float,
     -----
     **Privacy.** ``(epsilon, 0)``-DP (one ``LaplaceEvent``) for *any* relation on
     ``b``: with the default sensitivity, any two solutions in ``P`` are within
-    the box's L1 diameter. Projection is post-processing.
+    the box's L1 diameter. Projection is post-processing. The same covers any
+    other map of ``b`` into ``P``: if the LP solver fails (HiGHS rejects
+    offsets of ``1e20`` or more; :func:`solve_pwa` then rescales the LP, so
+    this is a last resort), the noise is added to the box's centre instead of
+    refusing after the charge (a refusal that would depend on ``b``).
 
     *Deviations from the paper.* §4.2 adds l2 vector-Laplace noise with the
     scale ``sqrt(d) Delta / epsilon`` (``Delta = diam_2(P) = ||hi - lo||_2``;
@@ -268,7 +302,8 @@ def pwa_perturb_solution(A: Any, b: Any, *, bounds: Any, epsilon: float,
     event = LaplaceEvent(epsilon=prob.epsilon, relation=check_relation(relation, owner),
                          label=f"{owner}: Laplace on the LP solution")
     charge(accountant, (event,), phase=_PHASE, owner=owner)
-    x_opt, _ = solve_pwa(prob.A, prob.b, prob.lo, prob.hi)
+    # Any map of b into P is covered by the box-diameter sensitivity: a solver failure gives the centre, no refusal
+    x_opt, _ = _minimiser_or_centre(prob, prob.b)
     x = np.asarray(mech.randomise(x_opt), dtype=np.float64)
     if project:
         x = prob.project(x)
@@ -342,7 +377,12 @@ def pwa_exponential(A: Any, b: Any, *, bounds: Any, epsilon: float, offset_bound
     audit measures epsilon >= 1.51 against the claimed 1
     (``tests/statistical/test_metropolis_audit.py``). All chains
     start at the centre of ``P`` (data-independent, spec P7). The running time
-    of ``"rejection"`` depends on ``b`` (not part of the release).
+    of ``"rejection"`` depends on ``b`` (not part of the release). The
+    rejection sampler's reference value is the LP's optimum ``f_opt``; if the
+    LP solver fails, the closed-form lower bound
+    ``max_i min_P (a_i . x + b_i)`` is used instead (never a refusal after the
+    charge): within ``W`` of ``max_P f``, it keeps the sampler exact and its
+    certificate.
 
     *Deviations from the paper.* The paper treats its MCMC output as exact.
     The rejection and Gibbs samplers (exact conditionals) are ours (spec §3, M3).
@@ -387,7 +427,10 @@ def pwa_exponential(A: Any, b: Any, *, bounds: Any, epsilon: float, offset_bound
     source = check_random_state(random_state)
     charge(accountant, (event,), phase=_PHASE, owner=owner)
     if sampler == "rejection":
-        _, f_opt = solve_pwa(prob.A, prob.b, prob.lo, prob.hi)
+        try:
+            _, f_opt = solve_pwa(prob.A, prob.b, prob.lo, prob.hi)
+        except RuntimeError:  # never refuse after the charge: any lower bound of min f within W keeps exactness
+            f_opt = _lower_bound_of_min(prob)
         x, _ = sample_rejection(prob.A, prob.b, prob.lo, prob.hi, kappa, f_opt, steps, source)
     elif sampler == "gibbs":
         x = sample_gibbs(prob.A, prob.b, prob.lo, prob.hi, kappa, steps, source)

@@ -131,14 +131,36 @@ def solve_pwa(A: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> t
     Raises
     ------
     RuntimeError
-        If HiGHS does not report an optimal solution (it cannot happen for a
-        bounded box and finite data, short of a solver failure).
+        If HiGHS does not report an optimal solution, even on the rescaled LP
+        (it cannot happen for a bounded box and finite data, short of a solver
+        failure).
 
     Notes
     -----
     **Privacy.** Not private: this is the non-private optimum. The mechanisms
-    call it on noisy offsets (post-processing) or pay for its output.
+    call it on noisy offsets (post-processing) or pay for its output; those
+    that call it on the raw offsets never let its failure escape (see
+    :func:`~privtune.optim.piecewise.pwa_perturb_solution`).
+
+    HiGHS refuses a model with a coefficient of magnitude ``>= 1e15`` or a
+    right-hand side or bound ``>= 1e20`` (finite, but "infinite" to it), so an
+    LP with large offsets, slopes or box failed. When the LP as given fails, it
+    is solved again rescaled by powers of two (exactly: ``x = 2**kc y`` with the
+    box inside ``[-1, 1]``, every row divided by ``2**ks`` so that the slopes
+    and offsets lie in ``[-1, 1]``), which has the same minimisers.
     """
+    x = _solve_epigraph(A, b, lo, hi)
+    if x is None:
+        x = _solve_rescaled(A, b, lo, hi)
+    if x is None:
+        raise RuntimeError("linprog (HiGHS) failed on the piecewise-affine LP, as given and rescaled.")
+    x = np.clip(x, lo, hi)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return x, float((A @ x + b).max())
+
+
+def _solve_epigraph(A: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray | None:
+    """HiGHS on the epigraph LP; the minimiser ``x`` (not clipped), or None when HiGHS reports no optimum."""
     m, d = A.shape
     cost = np.zeros(d + 1)
     cost[-1] = 1.0
@@ -146,9 +168,29 @@ def solve_pwa(A: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> t
     bounds = [(float(lo[j]), float(hi[j])) for j in range(d)] + [(None, None)]
     res = linprog(cost, A_ub=A_ub, b_ub=-b, bounds=bounds, method="highs")
     if res.status != 0 or res.x is None:
-        raise RuntimeError(f"linprog (HiGHS) failed on the piecewise-affine LP: {res.message}")
-    x = np.clip(res.x[:d], lo, hi)
-    return x, float((A @ x + b).max())
+        return None
+    return np.asarray(res.x[:d], dtype=np.float64)
+
+
+def _binade(values: np.ndarray) -> int | None:
+    """The exponent ``k`` with ``max |values| < 2**k`` (``frexp``), or None when every value is 0."""
+    top = float(np.max(np.abs(values))) if values.size else 0.0
+    return int(np.frexp(top)[1]) if top > 0.0 else None
+
+
+def _solve_rescaled(A: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray | None:
+    """The epigraph LP with ``x = 2**kc y`` (box in ``[-1, 1]``) and rows divided by ``2**ks`` (all within 1).
+
+    ``min_y max_i (a_i 2**kc . y + b_i) / 2**ks`` has the minimisers of the
+    original problem divided by ``2**kc``; scaling by powers of two is exact up
+    to underflow (entries far below the largest, whose effect is then below
+    HiGHS's tolerances anyway).
+    """
+    kc = _binade(np.concatenate((lo, hi))) or 0
+    ka, kb = _binade(A), _binade(b)
+    ks = max([k for k in (None if ka is None else ka + kc, kb) if k is not None], default=0)
+    y = _solve_epigraph(np.ldexp(A, kc - ks), np.ldexp(b, -ks), np.ldexp(lo, -kc), np.ldexp(hi, -kc))
+    return None if y is None else np.ldexp(y, kc)
 
 
 def check_box(bounds: Any, n_features: int, owner: str, name: str = "bounds") -> tuple[np.ndarray, np.ndarray]:

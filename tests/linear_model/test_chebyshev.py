@@ -214,3 +214,62 @@ def test_a_range_too_far_from_zero_for_the_exact_grid_is_refused_before_the_char
         with pytest.raises(InvalidParameterError, match="too far from 0 for the exact noise grid"):
             DPChebyshevRegressor(method=method, epsilon=1.0, accountant=acc, random_state=0, **kw).fit(X, y)
         assert len(acc.entries) == 0
+
+
+_LP_METHODS = [("perturb-solution", {}), ("perturb-objective", {}),
+               ("exponential", dict(sampler="rejection", n_steps=50, certified_only=False))]
+
+
+@pytest.mark.parametrize(("method", "extra"), _LP_METHODS)
+def test_a_target_past_the_lp_solvers_infinity_is_never_refused_after_the_charge(method, extra):
+    """HiGHS rejects a right-hand side of 1e20 or more as "infinite". With a declared range of 1e30, a target of
+    1e25 (inside it) made the exact LP of M_S and of the rejection sampler fail after the charge while small
+    targets did not: a refusal that depended on one target's value. The LP is now rescaled (powers of two) when
+    HiGHS rejects it, so both fit and charge once; M_P (whose noisy offsets, at this range, always broke HiGHS)
+    fits too, as does any fit on huge public features (which failed after the charge whatever the targets)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3)) / 2
+    small = np.clip(0.5 * X[:, 0], -1.0, 1.0)
+    big = small.copy()
+    big[5] = 1e25
+    cases = [(X, small, 1e30), (X, big, 1e30), (X * 1e154, small, 1.0)]
+    for Xc, y, bound in cases:
+        acc = Accountant(Budget(1e300, 0.5))
+        reg = DPChebyshevRegressor(method=method, target_bound=bound, accountant=acc, random_state=0, **extra)
+        reg.fit(Xc, y)
+        assert len(acc.entries) == 1
+        assert np.all(np.abs(reg.coef_) <= 1.0) and abs(reg.intercept_) <= bound
+
+
+def test_the_rescaled_lp_finds_the_chebyshev_centre_of_an_outlier():
+    """One target of 1e25 among small ones: the minimax intercept is half of it (max residual 5e24)."""
+    X = np.random.default_rng(1).normal(size=(40, 3)) / 2
+    y = np.clip(0.5 * X[:, 0], -1.0, 1.0)
+    y[5] = 1e25
+    Z = np.c_[X, np.ones(40)]
+    lo, hi = np.r_[np.full(3, -1.0), -1e30], np.r_[np.full(3, 1.0), 1e30]
+    w, value = solve_pwa(np.vstack([Z, -Z]), np.r_[-y, y], lo, hi)
+    assert w[-1] == pytest.approx(5e24, rel=1e-6) and value == pytest.approx(5e24, rel=1e-6)
+    assert np.all((lo <= w) & (w <= hi))
+
+
+@pytest.mark.parametrize(("method", "extra"), _LP_METHODS)
+def test_a_failing_lp_solver_never_refuses_after_the_charge(method, extra, monkeypatch):
+    """If HiGHS still reported no optimum, M_S and the rejection sampler raised RuntimeError after the charge on
+    the raw targets (a refusal depending on them). Now M_S adds its noise to the box's centre (any map into the
+    box is covered by its sensitivity), the rejection sampler starts from the closed-form lower bound of min f
+    (exact, same certificate), and M_P releases the centre (post-processing)."""
+    import privtune.optim.piecewise_core as core
+
+    class _Failed:
+        status, x, message = 2, None, "forced failure"
+
+    monkeypatch.setattr(core, "linprog", lambda *a, **k: _Failed())
+    X = np.random.default_rng(2).normal(size=(30, 2)) / 2
+    y = np.clip(0.4 * X[:, 1], -1.0, 1.0)
+    acc = Accountant(Budget(1e300, 0.5))
+    reg = DPChebyshevRegressor(method=method, accountant=acc, random_state=0, **extra).fit(X, y)
+    assert len(acc.entries) == 1
+    assert np.all(np.abs(reg.coef_) <= 1.0) and abs(reg.intercept_) <= 1.0
+    if method == "perturb-objective":
+        assert np.all(reg.coef_ == 0.0) and reg.intercept_ == 0.0  # the centre of the default boxes
