@@ -33,7 +33,10 @@ from privtune.neural_network._objective import (
     init_parameters,
     layer_shapes,
     mlp_logits,
+    n_parameters,
 )
+from privtune.optim._line_search_loop import _check_grids as _check_trainer_grids
+from privtune.optim._line_search_loop import _make_plan as _make_trainer_plan
 from privtune.optim._losses import clip_rows
 from privtune.optim.line_search import blsgd_privacy_event, dp_blsgd
 from privtune.utils._random import check_random_state
@@ -405,6 +408,52 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         n = check_integer(n_samples, "n_samples", low=1, owner=owner)
         return blsgd_privacy_event(n, **params["trainer"])
 
+    def _public_plan(self, n: int, d: int, params: dict[str, Any], owner: str) -> None:
+        """Build the trainer's plan and its noise mechanisms from public sizes, before the charge.
+
+        ``fit`` used to charge first and build the mechanisms inside the
+        trainer, so a public misconfiguration that no exact noise grid or float
+        can hold (``line_search_share`` of 1e-30, whose sparse vector has no
+        grid; ``clip_obj`` of 1e300, whose query bound overflows a float; a
+        gradient noise too small for the grid of every parameter) was refused
+        after the charge: no leak (public parameters only), but the fit's budget
+        was lost. The same mechanisms (the first, which the fixed schedule keeps
+        for every iteration) are now built here first, so such a fit is refused
+        with nothing spent. No noise is drawn (a fixed seed is passed).
+
+        The number of parameters depends on the number of outputs: from the
+        declared ``classes``, or, with ``classes=None`` (read from ``y`` after the
+        charge), the binary case (one output); a grid missing only for more
+        classes is then found after the charge, from the label set alone (which
+        the guarantee of ``classes=None`` already assumes the same on neighbours).
+        """
+        classes = params["classes"]
+        n_outputs = 1 if classes is None or classes.shape[0] == 2 else int(classes.shape[0])
+        width = n_parameters(d, params["hidden"], n_outputs)
+        try:
+            _check_trainer_grids(_make_trainer_plan(n, params["trainer"], owner), width,
+                                 check_random_state(0, owner=owner))
+        except InvalidParameterError as exc:
+            raise InvalidParameterError(f"{exc} Nothing was spent.") from None
+        except (ArithmeticError, ValueError):  # a float the plan cannot hold (e.g. the query bound overflows)
+            raise InvalidParameterError(
+                f"The noise of {owner}'s line search or gradient cannot be built on an exact grid within a float "
+                f"(clip_obj={params['trainer']['clip_obj']!r}, clip_grad={params['trainer']['clip_grad']!r}, "
+                f"line_search_share={params['trainer']['line_search_share']!r}): use values nearer 1. "
+                "Nothing was spent.") from None
+
+    def _check_fit_plan(self, n_samples: int, n_features: int) -> None:
+        """Refuse, from public sizes alone, a configuration whose trainer cannot be built (nothing spent).
+
+        What ``fit`` checks before its charge (:meth:`_public_plan`), for a
+        search that prepays its fits and must refuse such a candidate before it
+        charges the plan.
+        """
+        owner = type(self).__name__
+        n = check_integer(n_samples, "n_samples", low=1, owner=owner)
+        d = check_integer(n_features, "n_features", low=1, owner=owner)
+        self._public_plan(n, d, self._validate_params_public(owner), owner)
+
     # -- fit ----------------------------------------------------------------------------------------------
     def _encode_labels(self, y: np.ndarray, classes: np.ndarray | None, owner: str) -> tuple[np.ndarray, np.ndarray]:
         """Class indices and a 0/1 weight per row (0: label outside the declared set)."""
@@ -456,10 +505,13 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         ------
         InvalidParameterError
             For a hyperparameter outside its domain, an accountant of another
-            relation, a budget that cannot pay for ``n_iter`` iterations, or
-            mismatched shapes: nothing is spent. Non-numeric ``X`` (and, with
-            ``classes=None``, fewer than two classes or a continuous target) is
-            found only after the charge, like every value of the data.
+            relation, a budget that cannot pay for ``n_iter`` iterations,
+            mismatched shapes, or noise that no exact grid or float can hold
+            (e.g. ``line_search_share=1e-30``, ``clip_obj=1e300``; the trainer's
+            mechanisms are built from public sizes first): nothing is spent.
+            With ``classes=None``, fewer than two classes or a continuous target
+            is found only after the charge, like every value of the data (an
+            entry of ``X`` that is not a number is mapped to 0, never refused).
         BudgetExceededError
             If the accountant cannot pay for the run; raised before any value
             of ``X`` or ``y`` is read, with nothing spent.
@@ -477,6 +529,7 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         n, d = _public_shape(X, y, owner)
         tr = params["trainer"]
         event = blsgd_privacy_event(n, **tr)
+        self._public_plan(n, d, params, owner)  # refuses a plan no grid or float can hold, unspent
         acc = self.accountant
         if acc is None:
             acc = Accountant(Budget(tr["epsilon"], tr["delta"]))

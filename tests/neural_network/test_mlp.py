@@ -443,6 +443,43 @@ def test_usable_as_the_inner_trainer_of_a_training_sensitive_search():
                         n_candidates=4).fit(Xtr, ytr, X_val=Xv, y_val=yv)
 
 
+# ----------------------------------------------------------------------------- public plan before the charge
+_UNPLANNABLE = [
+    (dict(clip_obj=1e300), "within a float"),  # the line search's query bound overflowed (OverflowError)
+    (dict(line_search_share=1e-30), "SparseVector cannot place"),
+    (dict(sampling="full", line_search_share=1 - 1e-16), "Gaussian cannot place"),
+]
+
+
+@pytest.mark.parametrize(("params", "match"), _UNPLANNABLE)
+def test_a_plan_no_grid_or_float_can_hold_is_refused_before_the_charge(params, match):
+    """Public misconfigurations whose noise no exact grid or float can hold were refused inside the trainer,
+    after the fit's charge (no leak: public parameters only; but the budget was lost, and an OverflowError for a
+    huge clip_obj). The trainer's plan and mechanisms are now built from public sizes first: refused with
+    nothing spent, and the same from ``_check_fit_plan`` (what a search calls before it prepays its fits)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3)) / 2
+    y = (X[:, 0] > 0).astype(int)
+    acc = Accountant(Budget(1e300, 0.5))
+    model = DPMLPClassifier((4,), n_iter=5, classes=[0, 1], accountant=acc, random_state=0, **params)
+    with pytest.raises(InvalidParameterError, match=match):
+        model.fit(X, y)
+    assert len(acc.entries) == 0 and not hasattr(model, "coefs_")
+    with pytest.raises(InvalidParameterError, match=match):
+        model._check_fit_plan(200, 3)
+
+
+def test_the_public_plan_accepts_what_fit_runs():
+    """``_check_fit_plan`` passes for configurations that fit (binary, declared multiclass, read labels)."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(150, 3)) / 2
+    y3 = np.digitize(X[:, 0], [-0.2, 0.2])
+    for classes, y in (([0, 1], (y3 > 0).astype(int)), ([0, 1, 2], y3), (None, y3)):
+        model = DPMLPClassifier((4,), n_iter=5, sampling="full", classes=classes, random_state=0)
+        model._check_fit_plan(150, 3)
+        assert model.fit(X, y).n_iter_ == 5
+
+
 # ----------------------------------------------------------------------------- utility vs epsilon
 @pytest.mark.statistical
 @pytest.mark.slow
