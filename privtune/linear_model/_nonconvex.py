@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from privtune.accounting.accountant import Accountant
+from privtune.accounting.accountant import Accountant, compose_events
 from privtune.accounting.budget import Budget
 from privtune.accounting.events import EpsilonDeltaEvent, GaussianEvent, PrivacyEvent
 from privtune.base import PrivacyTags
@@ -24,7 +24,7 @@ from privtune.linear_model._binary import _BinaryLinearClassifier, _SigmoidProba
 from privtune.linear_model._input import _numeric_rows, _numeric_table, _public_shape
 from privtune.mechanisms.gaussian import calibrate_rdp_gaussian
 from privtune.optim._losses import clip_rows
-from privtune.optim._nonconvex import LOSSES
+from privtune.optim._nonconvex import LOSSES, NonconvexLoss
 from privtune.optim.second_order import (
     CALIBRATION_SLACK,
     VARIANTS,
@@ -344,6 +344,77 @@ class DPNonConvexClassifier(_SigmoidProbaMixin, _BinaryLinearClassifier):
         return GaussianEvent(noise_multiplier=nm * (1.0 - _DECLARED_MARGIN), vector=True,
                              label=f"one {owner} fit (full batch: the common RDP curve of every run)")
 
+    def _planned_event(self, n: int, d: int, p: dict[str, Any], kwargs: dict[str, Any], owner: str) -> PrivacyEvent:
+        """The run's event (``second_order_privacy_event``), or an InvalidParameterError before anything is spent.
+
+        Public quantities only. Hyperparameters of extreme magnitude (``data_norm`` or
+        ``tolerance`` near 1e300, an ``epsilon`` or ``delta`` that the mini-batch
+        calibration cannot handle) make the plan's float arithmetic overflow,
+        underflow to a zero divisor or leave a logarithm's domain; each is refused
+        here, naming the parameters, instead of surfacing as a raw ArithmeticError or
+        ValueError (or, for a full-batch ``delta`` next to 1, as a RuntimeError of the
+        solver after the charge).
+        """
+        values = (f"epsilon={p['epsilon']!r}, delta={p['delta']!r}, tolerance={p['tolerance']!r}, "
+                  f"data_norm={p['data_norm']!r}, intercept_scaling={p['intercept_scaling']!r}, l2={p['l2']!r}, "
+                  f"solver={p['variant']!r}, batch_size={p['batch_size']!r}, max_iter={p['max_iter']!r}")
+        try:
+            c = NonconvexLoss(p["loss"], p["row_bound"], p["l2"]).constants()
+            finite = all(math.isfinite(x) for x in (c.B_g, c.B_H, c.G, c.M))
+        except ArithmeticError:
+            finite = False
+        if not finite:
+            raise InvalidParameterError(
+                f"The 'data_norm', 'intercept_scaling' and 'l2' parameters of {owner} give loss constants that "
+                f"overflow a float: the Hessian-Lipschitz constant M grows like R'^3 with the row bound "
+                f"R' = hypot(data_norm, intercept_scaling) = {p['row_bound']!r}, and G like R'^2 + l2 "
+                f"(l2={p['l2']!r}). "
+                "Hint: rescale the features so that their rows have a norm of order 1 (then data_norm around 1) "
+                "and keep l2 small. Nothing was spent.")
+        try:
+            event = second_order_privacy_event(n, d, **kwargs)
+            charged = None if p["minibatch"] else compose_events([event], delta=p["delta"]).epsilon
+        except InvalidParameterError:
+            raise
+        except (ArithmeticError, ValueError) as exc:
+            cause = f"{type(exc).__name__}: {exc}"
+            if self._horizon_fails(n, d, kwargs):
+                raise InvalidParameterError(
+                    f"The 'tolerance' parameter of {owner} gives a horizon T = gap / MIN_DEC that a float cannot "
+                    f"compute ({cause}): MIN_DEC, about min(tolerance^2 / G, tolerance^1.5 / sqrt(M)) with G and M "
+                    f"from data_norm, intercept_scaling and l2, overflows or underflows to 0. Got {values}. "
+                    "Hint: use a tolerance of moderate size (e.g. 1e-6 to 1); the run is capped at max_iter "
+                    "iterations anyway. Nothing was spent.") from exc
+            hint = ("the mini-batch calibration (subsampled RDP of sampling without replacement) fails numerically "
+                    "for a small epsilon (below about 0.07 at delta=1e-6), a delta above about 0.01 and an extreme "
+                    "epsilon; use a larger epsilon, a smaller delta or a full-batch solver ('opt', 'opt-ls', "
+                    "'2opt', '2opt-ls')" if p["minibatch"] else "use a moderate epsilon and a small delta (e.g. 1e-6)")
+            raise InvalidParameterError(
+                f"The 'epsilon' and 'delta' parameters of {owner} are outside the range where the noise "
+                f"calibration of solver={p['variant']!r} can be computed ({cause}). Got {values}. Hint: {hint}. "
+                "Nothing was spent.") from exc
+        if charged is not None and not charged <= p["epsilon"] * (1.0 + 1e-12):
+            # the solver checks the same composition after the run (a RuntimeError after the charge): refuse now
+            raise InvalidParameterError(
+                f"The 'epsilon' and 'delta' parameters of {owner} are outside the range where the Gaussian "
+                f"calibration is reliable: the calibrated run is worth epsilon={charged!r} > epsilon={p['epsilon']!r} "
+                f"at delta={p['delta']!r} (this happens for a delta next to 1). Got {values}. "
+                "Hint: use a small delta (e.g. 1e-6, well below 1 / n_samples). Nothing was spent.")
+        return event
+
+    @staticmethod
+    def _horizon_fails(n: int, d: int, kwargs: dict[str, Any]) -> bool:
+        """Whether the plan also fails on the full batch at epsilon=1, delta=1e-6 (then the horizon is at fault)."""
+        probe = {**kwargs, "variant": kwargs["variant"].replace("-b", ""), "batch_size": None, "epsilon": 1.0,
+                 "delta": 1e-6}
+        try:
+            second_order_privacy_event(n, d, **probe)
+        except InvalidParameterError:
+            return False
+        except (ArithmeticError, ValueError):
+            return True
+        return False
+
     # -- fit ----------------------------------------------------------------------------------
     def _rows(self, X: np.ndarray, p: dict[str, Any]) -> np.ndarray:
         """Rows clipped to ``data_norm`` (non-finite entries mapped to 0), with the intercept column."""
@@ -372,8 +443,10 @@ class DPNonConvexClassifier(_SigmoidProbaMixin, _BinaryLinearClassifier):
         Raises
         ------
         InvalidParameterError
-            For a hyperparameter outside its domain or a public defect of the
-            inputs (shapes, ``batch_size > n_samples``); nothing is spent.
+            For a hyperparameter outside its domain, hyperparameters of a
+            magnitude the plan's float arithmetic cannot handle (e.g.
+            ``tolerance=1e300``, ``data_norm=1e300``), or a public defect of
+            the inputs (shapes, ``batch_size > n_samples``); nothing is spent.
             Without declared ``classes``, a target that is not binary is
             refused after the charge.
         BudgetExceededError
@@ -397,7 +470,7 @@ class DPNonConvexClassifier(_SigmoidProbaMixin, _BinaryLinearClassifier):
                 f"The 'batch_size' parameter of {owner} must be at most n_samples={n}. "
                 f"Got {p['batch_size']!r} instead.")
         kwargs = self._solver_kwargs(p)
-        event = second_order_privacy_event(n, d + int(bool(self.fit_intercept)), **kwargs)
+        event = self._planned_event(n, d + int(bool(self.fit_intercept)), p, kwargs, owner)
         acc = self.accountant
         if acc is None:
             acc = Accountant(Budget(p["epsilon"], p["delta"]))

@@ -203,10 +203,22 @@ class NonconvexLoss:
 
 
 def get_nonconvex_loss(loss: str, data_norm: float, l2: float, owner: str) -> NonconvexLoss:
+    """The loss, after checking that its public constants are finite floats (refused otherwise, naming the cause)."""
     if not isinstance(loss, str) or loss not in LOSSES:
         raise InvalidParameterError(
             f"The 'loss' parameter of {owner} must be one of {list(LOSSES)}. Got {loss!r} instead.")
-    return NonconvexLoss(loss, data_norm, l2)
+    out = NonconvexLoss(loss, data_norm, l2)
+    try:
+        c = out.constants()
+        finite = all(math.isfinite(x) for x in (c.B_g, c.B_H, c.G, c.M))
+    except ArithmeticError:  # R**3 overflows
+        finite = False
+    if not finite:
+        raise InvalidParameterError(
+            f"The 'data_norm' and 'l2' parameters of {owner} give loss constants that overflow a float (M grows "
+            f"like data_norm^3, G like data_norm^2 + l2). Got data_norm={data_norm!r}, l2={l2!r}. Hint: rescale "
+            "the rows to a norm of order 1 (then data_norm around 1). Nothing was spent.")
+    return out
 
 
 # ----------------------------------------------------------------------------- line-search constants

@@ -273,3 +273,29 @@ def test_a_failing_lp_solver_never_refuses_after_the_charge(method, extra, monke
     assert np.all(np.abs(reg.coef_) <= 1.0) and abs(reg.intercept_) <= 1.0
     if method == "perturb-objective":
         assert np.all(reg.coef_ == 0.0) and reg.intercept_ == 0.0  # the centre of the default boxes
+
+
+@pytest.mark.parametrize(("feature_scale", "box", "target_bound"), [
+    (1.0, 1e200, 1.0),         # ||hi - lo|| overflowed: step inf, inf * 0 = NaN in the update
+    (1.0, 1.7e308, 1.0),       # hi - lo itself overflows
+    (1.0, 1.0, 1e200),         # the intercept's box is the target range
+    (1e300, 1.0, 1.0),         # ||a_i|| overflowed: step 0, average 0 / 0
+    (1e154, 1e154, 1e154),     # the scores a_i . x + b_i overflowed: refused after the charge
+])
+def test_subgradient_on_huge_public_magnitudes_is_finite_and_charged_once(feature_scale, box, target_bound):
+    """With public boxes, target ranges or features of 1e154 and more, the subgradient method returned NaN
+    coefficients (the norms of its default step and its weighted average overflowed) or, where the scores
+    overflowed, refused after the charge. The norms, the average and the scores are now computed on values scaled
+    by powers of two (exact, and bit-identical for ordinary magnitudes); the events are unchanged."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 3)) / 2 * feature_scale
+    y = np.clip(0.5 * rng.normal(size=40), -1.0, 1.0) * target_bound
+    acc = Accountant(Budget(1e300, 0.5))
+    reg = DPChebyshevRegressor(method="subgradient", bounds=(-box, box), target_bound=target_bound, n_iter=20,
+                               accountant=acc, random_state=0).fit(X, y)
+    w = np.r_[reg.coef_, reg.intercept_]
+    assert np.all(np.isfinite(w)) and np.all(np.abs(reg.coef_) <= box) and abs(reg.intercept_) <= target_bound
+    assert len(acc.entries) == 1 and reg.privacy_spent_.epsilon == pytest.approx(1.0)
+    hist = reg.result_.history
+    assert np.all(np.isfinite(hist["step_sizes"])) and np.all(hist["step_sizes"] > 0)
+    assert np.all(np.isfinite(hist["iterates"]))

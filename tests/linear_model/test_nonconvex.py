@@ -190,6 +190,37 @@ def test_bad_params_are_refused_before_anything_is_spent_or_read(params, match):
             DPNonConvexClassifier(**kw)._fit_privacy_event()
 
 
+# Extreme public hyperparameters (probe /tmp/op/probe_nc2.py): before the fix each raised a raw ZeroDivisionError,
+# OverflowError or ValueError from the plan (nothing spent), or, for a full-batch delta next to 1, a RuntimeError of
+# the solver after the charge. Each is now an InvalidParameterError before the charge, naming the parameters.
+@pytest.mark.parametrize(("params", "match"), [
+    ({"tolerance": 1e-300}, r"'tolerance' parameter.*MIN_DEC"),
+    ({"tolerance": 1e300}, r"'tolerance' parameter.*MIN_DEC"),
+    ({"solver": "2opt-b", "tolerance": 1e300}, r"'tolerance' parameter.*MIN_DEC"),
+    ({"data_norm": 1e300}, r"'data_norm', 'intercept_scaling' and 'l2'.*overflow"),
+    ({"intercept_scaling": 1e300}, r"'data_norm', 'intercept_scaling' and 'l2'.*overflow"),
+    ({"loss": "nonconvex_logistic", "l2": 1e308}, r"'data_norm', 'intercept_scaling' and 'l2'.*overflow"),
+    ({"solver": "opt-b", "epsilon": 1e300}, r"'epsilon' and 'delta'.*calibration of solver='opt-b'"),
+    ({"solver": "opt-b", "epsilon": 1e-30}, r"'epsilon' and 'delta'.*calibration of solver='opt-b'"),
+    ({"solver": "opt-b", "delta": 0.5}, r"'epsilon' and 'delta'.*calibration of solver='opt-b'"),
+    ({"solver": "2opt-b", "delta": 0.9}, r"'epsilon' and 'delta'.*calibration of solver='2opt-b'"),
+    ({"solver": "opt", "delta": math.nextafter(1.0, 0.0)}, r"'epsilon' and 'delta'.*delta next to 1"),
+    ({"solver": "2opt", "delta": math.nextafter(1.0, 0.0)}, r"'epsilon' and 'delta'.*delta next to 1"),
+])
+def test_extreme_public_hyperparameters_are_refused_before_the_charge(params, match):
+    acc = Accountant(Budget(1e300, 0.5))
+    X = _UntouchableX()
+    with pytest.raises(InvalidParameterError, match=match) as info:
+        DPNonConvexClassifier(accountant=acc, classes=[0, 1], **params).fit(X, np.zeros(500))
+    assert str(info.value).endswith("Nothing was spent.")
+    assert len(acc.entries) == 0 and X.reads == 0
+
+
+def test_solver_refuses_a_data_norm_whose_constants_overflow():
+    with pytest.raises(InvalidParameterError, match=r"'data_norm' and 'l2' parameters of second_order_privacy_event"):
+        second_order_privacy_event(500, 4, variant="opt", data_norm=1e300)
+
+
 def test_rows_over_the_bound_are_clipped_not_refused_in_fit_and_predict():
     X, y = _blobs(4)
     big = X * 50.0  # every row far above data_norm = 1
@@ -292,3 +323,17 @@ def test_sklearn_compatible(estimator, check):
         check(estimator)
     finally:
         np.random.set_state(state)
+
+
+def test_the_minibatch_solvers_calibrate_a_small_epsilon():
+    """With calibration orders up to 128 no noise level met epsilon = 0.05 at delta = 1e-6 (log(1/delta)/127 floors
+    what those orders certify), so opt-b refused it (before the charge). Orders up to 1024 reach it, and the
+    accountant (whose grid contains them) charges no more than epsilon."""
+    from privtune.accounting import Accountant, Budget
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 3))
+    y = (X[:, 0] > 0).astype(int)
+    acc = Accountant(Budget(0.05, 1e-6))
+    model = DPNonConvexClassifier(epsilon=0.05, solver="opt-b", max_iter=2, accountant=acc, random_state=0).fit(X, y)
+    assert model.privacy_spent_.epsilon <= 0.05 and acc.spent.epsilon <= 0.05
