@@ -41,6 +41,16 @@ _EIGENSOLVERS = ("dense", "lanczos")
 _DECLARED_MARGIN = 1e-9
 
 
+def _arithmetic_cause(exc: BaseException) -> BaseException | None:
+    """The float failure behind ``exc`` (itself, or the cause the plan's refusal wraps), or None for a refusal."""
+    if not isinstance(exc, InvalidParameterError):
+        return exc if isinstance(exc, (ArithmeticError, ValueError)) else None
+    cause = exc.__cause__
+    if isinstance(cause, (ArithmeticError, ValueError)) and not isinstance(cause, InvalidParameterError):
+        return cause
+    return None
+
+
 class DPNonConvexClassifier(_SigmoidProbaMixin, _BinaryLinearClassifier):
     r"""Binary classifier with a non-convex loss, trained privately to a second-order point (Gao & Wright 2023).
 
@@ -374,10 +384,11 @@ class DPNonConvexClassifier(_SigmoidProbaMixin, _BinaryLinearClassifier):
         try:
             event = second_order_privacy_event(n, d, **kwargs)
             charged = None if p["minibatch"] else compose_events([event], delta=p["delta"]).epsilon
-        except InvalidParameterError:
-            raise
         except (ArithmeticError, ValueError) as exc:
-            cause = f"{type(exc).__name__}: {exc}"
+            arithmetic = _arithmetic_cause(exc)
+            if arithmetic is None:
+                raise
+            cause = f"{type(arithmetic).__name__}: {arithmetic}"
             if self._horizon_fails(n, d, kwargs):
                 raise InvalidParameterError(
                     f"The 'tolerance' parameter of {owner} gives a horizon T = gap / MIN_DEC that a float cannot "
@@ -409,10 +420,8 @@ class DPNonConvexClassifier(_SigmoidProbaMixin, _BinaryLinearClassifier):
                  "delta": 1e-6}
         try:
             second_order_privacy_event(n, d, **probe)
-        except InvalidParameterError:
-            return False
-        except (ArithmeticError, ValueError):
-            return True
+        except (ArithmeticError, ValueError) as exc:
+            return _arithmetic_cause(exc) is not None
         return False
 
     # -- fit ----------------------------------------------------------------------------------

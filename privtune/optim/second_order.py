@@ -262,7 +262,29 @@ def second_order_privacy_event(n_samples: int, n_features: int, **params: Any) -
             "cost) depends on that release.")
     v = _validate(n, d, p, owner)
     v["source"] = check_random_state(0, owner=owner)  # mechanisms are built but never used
-    return _make_plan(n, d, v, gap=None, owner=owner).total
+    return _public_plan(n, d, v, None, owner).total
+
+
+def _public_plan(n: int, d: int, v: dict[str, Any], gap: float | None, owner: str) -> Any:
+    """``_make_plan`` before any charge, its float failures turned into a clear refusal (nothing spent).
+
+    Public hyperparameters of extreme magnitude (a ``tolerance`` of 1e-300 or 1e300,
+    an ``epsilon`` or ``delta`` the mini-batch calibration cannot reach) make the
+    plan's arithmetic overflow, divide by an underflowed zero or leave a
+    logarithm's domain; that surfaced as a raw ``ZeroDivisionError``,
+    ``OverflowError`` or ``ValueError``.
+    """
+    try:
+        return _make_plan(n, d, v, gap=gap, owner=owner)
+    except InvalidParameterError:
+        raise
+    except (ArithmeticError, ValueError) as exc:
+        raise InvalidParameterError(
+            f"The plan of {owner} cannot be computed in floating point for these public parameters "
+            f"(epsilon={v.get('epsilon')!r}, delta={v.get('delta')!r}, tolerance={v.get('tolerance')!r}, "
+            f"batch size {v.get('m')!r} of {n}; {type(exc).__name__}: {exc}). Hint: a moderate tolerance "
+            "(1e-6 to 1), an epsilon of 0.05 or more and a small delta (e.g. 1e-6); the mini-batch variants "
+            "need the most. Nothing was spent.") from exc
 
 
 def dp_second_order(
@@ -472,9 +494,9 @@ def dp_second_order(
         # Any horizon gives the same RDP curve (sigma^2 is proportional to T): check with the data-free worst case.
         consts = v["loss"].constants()
         reference_gap = consts.B + v["loss"].reg_value(v["w0"]) - consts.f_low
-        plan = _make_plan(n, d, v, gap=reference_gap, owner=owner)
+        plan = _public_plan(n, d, v, reference_gap, owner)
     else:
-        plan = _make_plan(n, d, v, gap=None, owner=owner)
+        plan = _public_plan(n, d, v, None, owner)
     y = label_entries(y)  # a list's entries each read on their own
     _check_label_shape(y, n, owner)
     if accountant is not None:

@@ -751,3 +751,22 @@ def test_learns_a_larger_problem_and_certifies():
                           w0=np.random.default_rng(2).normal(size=10))
     assert res.certified and res.stopped_in_phase == 1
     assert np.mean(np.sign(X[50000:] @ res.x) == y[50000:]) >= 0.84
+
+
+@pytest.mark.parametrize("params", [dict(tolerance=1e-300), dict(tolerance=1e300),
+                                    dict(variant="opt-b", epsilon=1e-300)])
+def test_a_plan_floats_cannot_hold_is_a_clear_refusal_before_the_charge(params):
+    """Extreme public values made the plan raise raw ZeroDivisionError / OverflowError / ValueError; both the
+    function and its event planner now refuse with InvalidParameterError, nothing spent."""
+    from privtune.accounting import Accountant, Budget
+    from privtune.exceptions import InvalidParameterError
+    from privtune.optim.second_order import dp_second_order, second_order_privacy_event
+
+    X = np.random.default_rng(0).normal(size=(200, 3)) / 3
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    with pytest.raises(InvalidParameterError, match="Nothing was spent"):
+        second_order_privacy_event(200, 3, **params)
+    acc = Accountant(Budget(1e300, 0.5))
+    with pytest.raises(InvalidParameterError, match="Nothing was spent"):
+        dp_second_order(X, y, accountant=acc, random_state=0, **params)
+    assert len(acc.entries) == 0
