@@ -9,10 +9,11 @@ rounding can move neighbouring inputs apart by up to two grid steps per
 coordinate (half a step from each rounding, plus the floating-point error of
 ``v / g``, which is below a quarter step while ``|v / g| < 2**51``; a private
 value beyond that is clipped to it, a 1-Lipschitz map, see :func:`round_to_grid`),
-so the mechanisms charge a sensitivity of ``Delta / g + 2 d`` (L1) or ``Delta / g + 2 sqrt(d)`` (L2) integer steps, and
-choose ``k`` so that this fits inside a headroom ``eta = 2**-10`` of the
-declared sensitivity: the noise is 0.1 % larger than the textbook scale, and in
-exchange the stated guarantee holds *exactly*, rounding included. Every such
+so the mechanisms charge a sensitivity of ``Delta / g + 2 d`` (L1) or
+``Delta / g + 2 sqrt(d)`` (L2) integer steps, and choose ``k`` so that this fits
+inside a headroom ``eta = 2**-10`` of the declared sensitivity: the noise is
+0.1 % larger than the textbook scale, and in exchange the stated guarantee
+holds *exactly*, rounding included. Every such
 condition is checked in exact rational arithmetic (:class:`fractions.Fraction`).
 
 The integer noise itself comes from :mod:`privtune.mechanisms._discrete`, built on

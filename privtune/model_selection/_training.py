@@ -268,7 +268,7 @@ def check_candidate_plans(estimator: Any, candidates: Any, train_sizes: Any, n_f
     """Build every candidate's training plan from public sizes before the search charges anything.
 
     A DP estimator that offers ``_check_fit_plan(n_samples, n_features)`` (privtune's
-    margin classifiers) refuses there a configuration that no exact noise grid or
+    margin classifiers and ``DPMLPClassifier``) refuses there a configuration that no exact noise grid or
     float can hold; called by its own ``fit`` that refusal spends nothing, but inside
     a search every fit is prepaid, so it would come after the training role's
     charge (public parameters only, so no leak; the plan's budget would be lost).
