@@ -69,6 +69,7 @@ from privtune.optim.piecewise_core import (
     check_problem,
     check_relation,
     pwa_objective,
+    pwa_reference_value,
     solve_pwa,
     totals,
 )
@@ -118,19 +119,6 @@ def _minimiser_or_centre(prob: _Problem, b: np.ndarray) -> tuple[np.ndarray, flo
         x = prob.centre.copy()
         with np.errstate(over="ignore", invalid="ignore"):
             return x, float((prob.A @ x + b).max())
-
-
-def _lower_bound_of_min(prob: _Problem) -> float:
-    """``max_i min_P (a_i . x + b_i) <= min_P f``, in closed form (no solver).
-
-    Its gap to ``max_P f`` is at most ``W = max_i sum_j |a_ij| (hi_j - lo_j)``
-    (the piece ``i`` that attains ``max_P f`` varies by at most its own range
-    over ``P``), so the rejection sampler started from it stays exact and keeps
-    the certificate of :func:`rejection_tv_bound`.
-    """
-    with np.errstate(over="ignore", invalid="ignore"):
-        low = np.minimum(prob.A * prob.lo, prob.A * prob.hi).sum(axis=1) + prob.b
-    return float(np.max(low))
 
 
 # ----------------------------------------------------------------------------- M_P
@@ -378,11 +366,14 @@ def pwa_exponential(A: Any, b: Any, *, bounds: Any, epsilon: float, offset_bound
     (``tests/statistical/test_metropolis_audit.py``). All chains
     start at the centre of ``P`` (data-independent, spec P7). The running time
     of ``"rejection"`` depends on ``b`` (not part of the release). The
-    rejection sampler's reference value is the LP's optimum ``f_opt``; if the
-    LP solver fails, the closed-form lower bound
-    ``max_i min_P (a_i . x + b_i)`` is used instead (never a refusal after the
-    charge): within ``W`` of ``max_P f``, it keeps the sampler exact and its
-    certificate.
+    rejection sampler's reference value is a certified lower bound of
+    ``min_P f`` within ``W`` of ``max_P f``
+    (:func:`~privtune.optim.piecewise_core.pwa_reference_value`: the LP's dual
+    bound, or the closed form ``max_i min_P (a_i . x + b_i)``), never ``f`` at
+    the LP's solution, which can sit above ``min_P f`` by the solver's
+    tolerance and would then clip acceptance probabilities at 1; an LP failure
+    leaves the closed form (never a refusal after the charge). Either keeps
+    the sampler exact and its certificate.
 
     *Deviations from the paper.* The paper treats its MCMC output as exact.
     The rejection and Gibbs samplers (exact conditionals) are ours (spec §3, M3).
@@ -427,11 +418,10 @@ def pwa_exponential(A: Any, b: Any, *, bounds: Any, epsilon: float, offset_bound
     source = check_random_state(random_state)
     charge(accountant, (event,), phase=_PHASE, owner=owner)
     if sampler == "rejection":
-        try:
-            _, f_opt = solve_pwa(prob.A, prob.b, prob.lo, prob.hi)
-        except RuntimeError:  # never refuse after the charge: any lower bound of min f within W keeps exactness
-            f_opt = _lower_bound_of_min(prob)
-        x, _ = sample_rejection(prob.A, prob.b, prob.lo, prob.hi, kappa, f_opt, steps, source)
+        # A certified lower bound of min f within W of max f (never a refusal after the charge): exact acceptance
+        # probabilities and the certificate of rejection_tv_bound. f at the LP's solution could sit above min f.
+        f_ref = pwa_reference_value(prob.A, prob.b, prob.lo, prob.hi)
+        x, _ = sample_rejection(prob.A, prob.b, prob.lo, prob.hi, kappa, f_ref, steps, source)
     elif sampler == "gibbs":
         x = sample_gibbs(prob.A, prob.b, prob.lo, prob.hi, kappa, steps, source)
     else:

@@ -20,6 +20,7 @@ References
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,6 +162,13 @@ def solve_pwa(A: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> t
 
 def _solve_epigraph(A: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray | None:
     """HiGHS on the epigraph LP; the minimiser ``x`` (not clipped), or None when HiGHS reports no optimum."""
+    out = _solve_epigraph_with_weights(A, b, lo, hi)
+    return None if out is None else out[0]
+
+
+def _solve_epigraph_with_weights(A: np.ndarray, b: np.ndarray, lo: np.ndarray,
+                                 hi: np.ndarray) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """The minimiser and the LP's dual weights on the pieces (normalised to sum 1; None if HiGHS gives none)."""
     m, d = A.shape
     cost = np.zeros(d + 1)
     cost[-1] = 1.0
@@ -169,7 +177,65 @@ def _solve_epigraph(A: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray
     res = linprog(cost, A_ub=A_ub, b_ub=-b, bounds=bounds, method="highs")
     if res.status != 0 or res.x is None:
         return None
-    return np.asarray(res.x[:d], dtype=np.float64)
+    weights = None
+    marginals = getattr(getattr(res, "ineqlin", None), "marginals", None)
+    if marginals is not None:
+        y = np.maximum(-np.asarray(marginals, dtype=np.float64), 0.0)  # <= constraints of a minimisation: <= 0
+        total = float(y.sum())
+        if y.shape == (m,) and np.all(np.isfinite(y)) and total > 0.0:
+            weights = y / total
+    return np.asarray(res.x[:d], dtype=np.float64), weights
+
+
+def weighted_lower_bound(A: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray, y: np.ndarray) -> float:
+    """A certified lower bound of ``min_{lo <= x <= hi} max_i (a_i . x + b_i)`` from convex weights ``y``.
+
+    Any weights on the simplex give ``max_i u_i >= sum_i y_i u_i``, and the
+    minimum of that affine function over the box is in closed form:
+    ``sum_i y_i b_i + sum_j min(c_j lo_j, c_j hi_j)`` with ``c = A^T y`` (weak
+    duality; the LP's optimal duals make it tight). The float evaluation is
+    lowered by a bound on its rounding error, ``2 (m + d + 2) 2**-52`` times
+    the sum of the absolute terms, so the result never exceeds the true
+    minimum. ``-inf`` when that sum is not finite.
+    """
+    m, d = A.shape
+    with np.errstate(over="ignore", invalid="ignore"):
+        c = A.T @ y
+        value = float(y @ b + np.minimum(c * lo, c * hi).sum())
+        scale = float(y @ np.abs(b) + (np.abs(A).T @ y) @ np.maximum(np.abs(lo), np.abs(hi)))
+    if not (math.isfinite(value) and math.isfinite(scale)):
+        return -math.inf
+    return value - 2.0 * (m + d + 2) * 2.0**-52 * scale
+
+
+def pwa_reference_value(A: np.ndarray, b: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
+    """A value ``L`` with ``max_P f - W <= L <= min_P f``, ``f(x) = max_i (a_i . x + b_i)``, never from a refusal.
+
+    The rejection sampler needs ``f - L >= 0`` on the box (exactness: its
+    acceptance probability ``exp(-kappa (f - L))`` must never be clipped at 1)
+    and ``f - L <= W = max_i sum_j |a_ij| (hi_j - lo_j)`` (its certificate).
+    ``f`` at the LP's solution is at least ``min f`` -- above it by the solver's
+    tolerance when HiGHS stops short -- so it is not used. ``L`` is the larger
+    of two certified lower bounds: the closed form ``max_i min_P (a_i . x + b_i)``
+    (within ``W`` of ``max f``: the piece attaining ``max f`` varies by at most
+    its own range over ``P``) and :func:`weighted_lower_bound` at the LP's
+    dual weights (tight up to rounding). A failing LP leaves the first.
+    """
+    d = A.shape[1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        rows = np.minimum(A * lo, A * hi).sum(axis=1) + b
+        rounding = 2.0 * (d + 2) * 2.0**-52 * (np.abs(A) @ np.maximum(np.abs(lo), np.abs(hi)) + np.abs(b))
+        closed = float(np.max(rows - rounding))  # lowered by a bound on its rounding error, like the dual one
+    best = closed if not math.isnan(closed) else -math.inf
+    try:
+        out = _solve_epigraph_with_weights(A, b, lo, hi)
+    except (ValueError, ArithmeticError):  # HiGHS refusing the model's magnitudes: the closed form alone
+        out = None
+    if out is not None and out[1] is not None:
+        dual = weighted_lower_bound(A, b, lo, hi, out[1])
+        if dual > best:
+            best = dual
+    return best
 
 
 def _binade(values: np.ndarray) -> int | None:

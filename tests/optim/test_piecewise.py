@@ -369,3 +369,33 @@ def test_perturb_objective_clips_offsets_to_the_declared_max_abs_offset():
     clipped = pwa_perturb_objective(A_, np.array([10.0, 0.0]), **kw)
     assert far.x == pytest.approx(clipped.x) and acc.spent == Budget(1.0, 0.0)
     np.testing.assert_array_equal(far.history["b_noisy"], clipped.history["b_noisy"])
+
+
+def test_the_rejection_samplers_reference_never_exceeds_the_minimum(monkeypatch):
+    """Exactness needs f - f_ref >= 0 on the box (else acceptance is clipped at 1). f at the LP's solution was used,
+    which is above min f whenever HiGHS stops short of the optimum. Here linprog returns a feasible but suboptimal
+    point without duals: the reference must still be at most min f (the closed-form bound), and within W of max f.
+    With the real solver the dual bound is tight."""
+    import privtune.optim.piecewise as pw
+    import privtune.optim.piecewise_core as core
+    from privtune.optim.piecewise_core import pwa_reference_value
+
+    A = np.array([[1.0], [-1.0], [0.5]])
+    b = np.array([0.0, 0.0, -0.25])
+    lo, hi = np.array([-1.0]), np.array([1.0])  # f(x) = max(|x|, x/2 - 1/4): min 0 at x = 0, max 1
+    ref = pwa_reference_value(A, b, lo, hi)
+    assert -1e-12 <= -ref and ref >= -1e-9  # tight: the optimal duals
+    W = float(np.max(np.abs(A) @ (hi - lo)))
+    seen = []
+    real = pw.sample_rejection
+    monkeypatch.setattr(pw, "sample_rejection", lambda *a: (seen.append(a[5]), real(*a))[1])
+
+    class _Short:  # a feasible point short of the optimum, and no duals
+        status, message = 0, "optimal (within tolerance)"
+        x = np.array([0.3, 0.3])
+        ineqlin = None
+
+    monkeypatch.setattr(core, "linprog", lambda *a, **k: _Short())
+    pw.pwa_exponential(A, b, bounds=(lo, hi), epsilon=1.0, offset_bound=1.0, sampler="rejection", n_steps=50,
+                       certified_only=False, random_state=0)
+    assert seen and seen[0] <= 0.0 and seen[0] >= 1.0 - W
