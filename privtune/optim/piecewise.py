@@ -244,7 +244,10 @@ def pwa_perturb_solution(A: Any, b: Any, *, bounds: Any, epsilon: float,
     solution_sensitivity : float in (0, inf) or None, default=None
         Declared L1 bound on ``||x_opt(b) - x_opt(b')||_1``. ``None`` uses the
         box's L1 diameter ``sum_j (hi_j - lo_j)``, which holds for every pair of
-        inputs. A smaller value must be a proven public bound.
+        inputs. A smaller value must be a proven public bound, and it must cover
+        the map this function implements: the LP solver's output, or the box's
+        centre when HiGHS fails even on the rescaled LP (the diameter covers
+        both; a stability bound for exact minimisers alone does not).
     project : bool, default=True
         Clip the noisy solution to the box (post-processing). ``False`` is the
         paper's literal M_S, whose output may leave ``P``.

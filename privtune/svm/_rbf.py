@@ -245,8 +245,12 @@ class DPSVC(_DPMarginClassifier):
         # [sqrt(s) xbar, sqrt(1 - s) psi]: ||xbar||_2 <= 1 so ||xbar||_1 <= sqrt(d); ||.||_2**2 <= s + (1 - s)
         return math.sqrt(s * n_features) + math.sqrt(1.0 - s) * r1, _FEATURE_NORM
 
+    def _n_components_for(self, n_samples: int) -> int:
+        """D, the number of random features of a fit on ``n_samples`` rows (public)."""
+        return _auto_components(n_samples) if isinstance(self.n_components, str) else int(self.n_components)
+
     def _planned_features(self, n_samples: int, n_features: int) -> tuple[int, float, float]:
-        D = _auto_components(n_samples) if isinstance(self.n_components, str) else int(self.n_components)
+        D = self._n_components_for(n_samples)
         s = float(self.linear_share)
         return (D + (n_features if s > 0.0 else 0), *self._bounds_for(D, s, n_features))
 
@@ -254,7 +258,7 @@ class DPSVC(_DPMarginClassifier):
         if fitting:
             self.linear_share_ = float(self.linear_share)
             rng = np.random.default_rng(int(self.feature_seed))  # public randomness, data-independent
-            D = _auto_components(X.shape[0]) if isinstance(self.n_components, str) else int(self.n_components)
+            D = self._n_components_for(X.shape[0])
             self.random_weights_ = rng.normal(0.0, math.sqrt(2.0 * float(self.gamma)), size=(X.shape[1], D))
             self.random_offset_ = rng.uniform(0.0, 2.0 * math.pi, size=D)
         W, b = self.random_weights_, self.random_offset_
