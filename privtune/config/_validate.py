@@ -252,7 +252,7 @@ def _search_section(raw: Mapping[str, Any], problems: list[tuple[str, str]]) -> 
     epsilon = t.float("epsilon", required=True, low=0.0)
     delta = t.float("delta", 1e-6, low=0.0, high=1.0, low_closed=True)
     n_iter = t.int("n_iter", 20, low=1)
-    n_candidates = t.int("n_candidates", 256, low=1, high=2**20)
+    n_candidates = t.int("n_candidates", 256, low=0, high=2**20)
     scoring = t.str("scoring", "accuracy", choices=list(BUILTIN_SCORERS))
     bounds = t._typed("score_bounds", None, False, "an array [lower, upper] of two floats with lower < upper",
                       lambda v: isinstance(v, list) and len(v) == 2
@@ -267,6 +267,9 @@ def _search_section(raw: Mapping[str, Any], problems: list[tuple[str, str]]) -> 
     n_jobs = t.int("n_jobs")
     error_score = t.str("error_score", "lower", choices=["lower", "raise"])
     t.finish()
+    if n_candidates == 0 and grid is None:
+        t.error("n_candidates", "0 is allowed only with a candidate_grid (the candidates are then exactly the grid)")
+        n_candidates = _MISSING
     if n_jobs == 0:
         t.error("n_jobs", "expected a non-zero integer (joblib's convention: -1 = all cores), got 0")
         n_jobs = _MISSING

@@ -63,11 +63,15 @@ class _SearchConfigMixin:
             "epsilon": check_epsilon(self.epsilon, owner=owner),
             "delta": check_delta(self.delta, owner=owner),
             "n_iter": check_integer(self.n_iter, "n_iter", low=1, owner=owner),
-            "n_candidates": check_integer(self.n_candidates, "n_candidates", low=1, high=2**20, owner=owner),
+            "n_candidates": check_integer(self.n_candidates, "n_candidates", low=0, high=2**20, owner=owner),
             "validation_size": (None if self.validation_size is None else
                                 check_real(self.validation_size, "validation_size", low=0.0, high=1.0, owner=owner)),
             "verbose": check_integer(self.verbose, "verbose", low=0, owner=owner),
         }
+        if cfg["n_candidates"] == 0 and not self.candidate_grid:
+            raise InvalidParameterError(
+                f"The 'n_candidates' parameter of {owner} may be 0 only with a candidate_grid (the candidate set is "
+                "then exactly the grid). Got n_candidates=0 and no grid.")
         if self.sensitive not in _SENSITIVE:
             raise InvalidParameterError(
                 f"The 'sensitive' parameter of {owner} must be one of {list(_SENSITIVE)}. Got {self.sensitive!r}.")

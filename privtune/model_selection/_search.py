@@ -121,8 +121,11 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         Number of evaluations (or the mean number of runs with random stopping).
     n_candidates : int, default=256
         Size of the scrambled-Sobol candidate set Lambda (before de-duplication).
+        0 is allowed with a ``candidate_grid``: Lambda is then exactly the grid.
     candidate_grid : list of dict or None, default=None
-        Extra candidate points (e.g. a user grid), added to Lambda.
+        Extra candidate points (e.g. a user grid), added to Lambda, before the
+        ``n_candidates`` Sobol points (which depend on ``random_state``); pass
+        ``n_candidates=0`` to search the grid alone.
     scoring : str or callable, default="accuracy"
         ``"accuracy"``, ``"balanced_accuracy"``, ``"neg_zero_one_loss"``,
         ``"neg_log_loss"``, or ``callable(estimator, X, y) -> float`` with declared

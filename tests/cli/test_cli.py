@@ -111,6 +111,7 @@ BAD = [
     # the Gaussian phases of noisy-ucb cannot be covered by a budget with delta = 0
     ('method = "random"', 'method = "noisy-ucb"', None),
     ("validation_size = 0.3", "validation_size = 0.003", "data.n_validation"),
+    ("n_candidates = 16", "n_candidates = 0", "search.n_candidates"),  # 0 needs a candidate_grid
 ]
 
 

@@ -561,3 +561,32 @@ def test_the_worker_kind_is_judged_from_the_containers_as_passed(monkeypatch, da
         PrivateSearchCV(LogisticRegression(max_iter=200), {"C": Real(1e-3, 100.0, log=True)}, validation_size=0.3,
                         **kw).fit(X_all, y_all)
     assert seen == [True, True, True, True]  # lists and object tables as passed: threads, whatever the cells
+
+
+def test_n_candidates_zero_searches_exactly_the_grid(data):
+    """With n_candidates=0 the candidates are the grid alone (n_candidates >= 1 adds seed-dependent Sobol points)."""
+    X_tr, y_tr, X_val, y_val = data
+    grid = [{"C": c, "gamma": g} for c in (0.3, 3.0, 30.0) for g in (1e-3, 1e-2)]
+    chosen = set()
+    for method, extra in [("random", {}), ("gp-ucb", {}), ("gp-ucb-exact", METHOD_KW["gp-ucb-exact"])]:
+        for seed in range(3):
+            s = PrivateSearchCV(SVC(), SPACE, method=method, epsilon=1.0, n_iter=3, n_candidates=0,
+                                candidate_grid=grid, refit=False, random_state=seed, **extra)
+            s.fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+            assert len(s.candidates_) == len(grid)
+            assert [dict(p) for p in s.candidates_.params] == grid
+            chosen.add(tuple(sorted(s.best_params_.items())))
+    assert chosen <= {tuple(sorted(g.items())) for g in grid}
+    with_sobol = PrivateSearchCV(SVC(), SPACE, method="random", epsilon=1.0, n_iter=3, n_candidates=1,
+                                 candidate_grid=grid, refit=False, random_state=0).fit(X_tr, y_tr, X_val=X_val,
+                                                                                        y_val=y_val)
+    assert len(with_sobol.candidates_) == len(grid) + 1
+
+
+def test_n_candidates_zero_without_a_grid_is_refused_before_anything_is_spent(data):
+    X_tr, y_tr, X_val, y_val = data
+    acc = Accountant(Budget(1.0, 1e-6))
+    with pytest.raises(InvalidParameterError, match="n_candidates.*only with a candidate_grid"):
+        PrivateSearchCV(SVC(), SPACE, n_iter=3, n_candidates=0, accountant=acc).fit(
+            X_tr, y_tr, X_val=X_val, y_val=y_val)
+    assert len(acc.ledger) == 0
