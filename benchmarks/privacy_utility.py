@@ -5,10 +5,13 @@ Part A -- validation rows sensitive, training rows public. Tasks (nothing downlo
 wine and synthetic sets with m = 200, 2 000 and 20 000 validation rows; a
 ``HistGradientBoostingClassifier`` (learning rate, leaf count, L2 regularisation) on a synthetic set
 with m = 1 500. One fixed candidate set of 64 Sobol points per
-task (given as ``candidate_grid``) so that the seeds vary the privacy noise only; fits and predictions
+task (given as ``candidate_grid`` with ``n_candidates=0``, so that Λ is exactly these 64; runs before 2026-11-28
+added one seed-dependent Sobol point) so that the seeds vary the privacy noise only; fits and predictions
 are memoised (they are the same in every cell). Methods: ``auto`` (the default; it resolves to
 ``prescreen`` here, the training rows being public), ``random``, ``prescreen``,
-``noisy-ucb``, ``gp-ucb`` (Kusner et al. Alg. 1; conditional guarantee). Baselines: the *ceiling*
+``noisy-ucb``, ``gp-ucb`` (Kusner et al. Alg. 1; conditional guarantee), ``gp-ucb-exact`` (Alg. 2; conditional
+on the GP prior and on de Freitas et al.'s constants, declared here as A = 0.1, tau = 1: a small A is the
+declaration most favourable to the method, since its score noise grows with A). Baselines: the *ceiling*
 (non-private selection among the 64 by validation accuracy), *non-private random search* (the best by
 validation accuracy of ``n_iter`` random candidates, median over seeds) and the *floor* (a uniformly
 random candidate). ε ∈ {0.1, 0.3, 1, 3, 10}, δ = 1e-6, n_iter ∈ {10, 30}, 20 seeds per cell. Reported:
@@ -28,10 +31,23 @@ public bound); 20 seeds; test accuracy of the
 released model, the share of seeds that return the majority-class model, and the non-private
 ``LogisticRegression`` ceiling.
 
+Part C -- ``lipschitz`` (Kusner et al. Alg. 3) in the setting it is made for, beside every other method on the
+same task: L2-regularised logistic regression with Kusner's ``lambda`` as the one hyperparameter (scikit-learn's
+``LogisticRegression`` with ``C = 1 / (lambda n)`` and no unregularised intercept, on rows standardised with the
+public training rows' statistics, given a bias column and scaled to norm <= 1 *inside the model*, so the logistic
+loss is 1-Lipschitz in w on every row), scored by the normalised sigmoid loss ``g = 1 / (1 + exp(y w.x))``
+(bounded by g* = 1, L = 1/4-Lipschitz in w on rows of norm <= 1; score ``-mean g`` in [-1, 0]). Two lambda
+ranges: a wide one, [1e-4, 1], over which test accuracy moves, and a narrow one, [1, 10], over which the path term
+``(lambda_max - lambda_min) L / (lambda_max lambda_min)`` of ``lipschitz``'s score release is small (0.225). One
+candidate set of 32 points per range; binary tasks: breast cancer, digits (0-4 against 5-9) and the 3 500-row
+synthetic set (half the non-test rows for validation); ε and n_iter as in part A, 20 seeds. Regret: test accuracy
+against non-private selection by the same score among the same 32; score error as in part A (score units).
+
 Peer libraries (diffprivlib, Opacus) are compared per fit in ``benchmarks/dp_trainer_peers.py``.
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/privacy_utility.py [--seeds 20] [--quick] [--part A|B]
-[--only TASK]`` (``--only`` with ``--part A`` or ``B``: rerun the tasks whose name contains TASK, keep the rest).
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/privacy_utility.py [--seeds 20] [--quick] [--part A|B|C]
+[--only TASK] [--methods M,...]`` (``--only`` with ``--part A``, ``B`` or ``C``: rerun the tasks whose name contains
+TASK, keep the rest; ``--methods`` with ``--part A`` or ``C``: rerun those methods only, keep the other rows).
 Writes ``benchmarks/results/privacy_utility.{json,md,png}``.
 """
 
@@ -75,7 +91,15 @@ HGB_SPACE = {"learning_rate": Real(1e-3, 1.0, log=True), "max_leaf_nodes": Integ
              "l2_regularization": Real(1e-4, 10.0, log=True)}
 EPS = (0.1, 0.3, 1.0, 3.0, 10.0)
 N_ITERS = (10, 30)
-METHODS = ("auto", "random", "prescreen", "noisy-ucb", "gp-ucb")
+METHODS = ("auto", "random", "prescreen", "noisy-ucb", "gp-ucb", "gp-ucb-exact")
+#: Declarations the methods need beyond the common arguments (gp-ucb-exact: de Freitas et al.'s A and tau).
+METHOD_PARAMS = {"gp-ucb-exact": {"A": 0.1, "tau": 1.0}}
+#: Part C's methods: ``lipschitz`` and every other method, on its task.
+METHODS_C = ("lipschitz", "auto", "random", "prescreen", "noisy-ucb", "gp-ucb", "gp-ucb-exact")
+#: Part C's lambda ranges (Kusner's L2 strength): (label, lambda_min, lambda_max).
+LAMBDA_RANGES = (("wide", 1e-4, 1.0), ("narrow", 1.0, 10.0))
+#: Part C's validation loss: the normalised sigmoid of the negative margin, g* = 1 and L = 1/4 on rows of norm <= 1.
+SIGMOID_LIPSCHITZ = 0.25
 _FITS: dict = {}
 _PREDS: dict = {}
 
@@ -101,6 +125,12 @@ class _Memo(ClassifierMixin, BaseEstimator):
         k = (self.key_, _key(X))
         if k not in _PREDS:
             _PREDS[k] = _FITS[self.key_].predict(X)
+        return _PREDS[k]
+
+    def decision_function(self, X):
+        k = (self.key_, _key(X), "decision")
+        if k not in _PREDS:
+            _PREDS[k] = _FITS[self.key_].decision_function(X)
         return _PREDS[k]
 
 
@@ -130,6 +160,52 @@ class MemoHGB(_Memo):
                                               early_stopping=False, random_state=0)
 
 
+class _LambdaLogistic(ClassifierMixin, BaseEstimator):
+    """Kusner's objective ``(lam / 2) ||w||^2 + (1 / n) sum log(1 + exp(-y w.u))``, solved to high accuracy.
+
+    ``u`` is the row standardised with the training rows' statistics, given a bias column of 1 and scaled to
+    norm <= 1 (divided by ``max(1, ||.||)``): inside the model, so every row ``predict`` or ``decision_function``
+    sees, validation rows included, has norm <= 1. Equivalent to scikit-learn's ``LogisticRegression`` with
+    ``C = 1 / (lam n)`` and no separate (unregularised) intercept.
+    """
+
+    def __init__(self, lam: float = 1e-2) -> None:
+        self.lam = lam
+
+    def _rows(self, X):
+        Z = np.hstack([self.scaler_.transform(X), np.ones((X.shape[0], 1))])
+        return Z / np.maximum(1.0, np.linalg.norm(Z, axis=1, keepdims=True))
+
+    def fit(self, X, y):
+        self.scaler_ = StandardScaler().fit(X)
+        self.model_ = LogisticRegression(C=1.0 / (self.lam * X.shape[0]), fit_intercept=False, tol=1e-10,
+                                         max_iter=10_000).fit(self._rows(X), y)
+        self.classes_ = self.model_.classes_
+        return self
+
+    def decision_function(self, X):
+        return self.model_.decision_function(self._rows(X))
+
+    def predict(self, X):
+        return self.model_.predict(self._rows(X))
+
+
+class MemoLambdaLogistic(_Memo):
+    """:class:`_LambdaLogistic` with memoised fits, predictions and decision values."""
+
+    def __init__(self, lam: float = 1e-2) -> None:
+        self.lam = lam
+
+    def _build(self):
+        return _LambdaLogistic(self.lam)
+
+
+def neg_sigmoid_loss(est, X, y) -> float:
+    """``-mean 1 / (1 + exp(y_pm w.u))``: a mean of per-row terms in [0, 1] (bounds (-1, 0), sensitivity 1/m)."""
+    margin = np.asarray(est.decision_function(X), dtype=float) * np.where(np.asarray(y) == 1, 1.0, -1.0)
+    return -float(np.mean(0.5 * (1.0 - np.tanh(0.5 * margin))))  # 1 / (1 + e^m), without overflow
+
+
 def tasks(quick: bool):
     """(name, (X, y), validation share of the non-test rows, model, space)."""
     yield "breast cancer", load_breast_cancer(return_X_y=True), 0.5, MemoSVC, SPACE
@@ -148,7 +224,7 @@ def tasks(quick: bool):
     yield "HGB, synthetic (m = 1 500)", (X, y), 1500 / 3200, MemoHGB, HGB_SPACE
 
 
-def part_a(seeds: int, quick: bool, only: str | None = None) -> list[dict]:
+def part_a(seeds: int, quick: bool, only: str | None = None, methods: tuple[str, ...] = METHODS) -> list[dict]:
     rows = []
     for name, (X, y), val_share, Model, space in tasks(quick):
         if only is not None and only not in name:
@@ -166,18 +242,19 @@ def part_a(seeds: int, quick: bool, only: str | None = None) -> list[dict]:
             picks = [rng.permutation(len(grid))[:n_iter] for _ in range(200)]
             nonpriv_random = float(np.median([tests[p[int(np.argmax(val[p]))]] for p in picks]))
             for eps in EPS:
-                for method in METHODS:
+                for method in methods:
                     accs, errs, secs = [], [], []
                     for s in range(seeds):
                         t_cell = time.perf_counter()
                         search = PrivateSearchCV(Model(), space, method=method, epsilon=eps, delta=1e-6,
-                                                 n_iter=n_iter, n_candidates=1, candidate_grid=grid, refit=False,
+                                                 n_iter=n_iter, n_candidates=0, candidate_grid=grid, refit=False,
+                                                 method_params=METHOD_PARAMS.get(method),
                                                  random_state=50_000 + s)
                         search.fit(Xtr, ytr, X_val=Xva, y_val=yva)
                         secs.append(time.perf_counter() - t_cell)
                         p = search.best_params_
                         k = tuple(sorted(p.items()))
-                        accs.append(test[k] if k in test else Model(**p).fit(Xtr, ytr).score(Xte, yte))
+                        accs.append(test[k])  # n_candidates=0: the choice is one of the grid's points
                         true_val = Model(**p).fit(Xtr, ytr).score(Xva, yva)
                         errs.append(abs(search.release_.score - true_val))
                     regret = 100 * (ceiling - np.asarray(accs))
@@ -270,6 +347,87 @@ def part_b(seeds: int, quick: bool, only: str | None = None) -> list[dict]:
     return rows
 
 
+def c_tasks(quick: bool) -> list[tuple[str, tuple[np.ndarray, np.ndarray]]]:
+    """Part C's binary tasks (the sigmoid validation loss is a margin loss)."""
+    data = [("breast cancer", load_breast_cancer(return_X_y=True))]
+    if not quick:
+        Xd, yd = load_digits(return_X_y=True)
+        data.append(("digits 0-4 vs 5-9", (Xd, (yd >= 5).astype(int))))
+        data.append(("synthetic 3 500", make_classification(n_samples=3500, n_features=20, n_informative=6,
+                                                            flip_y=0.05, random_state=0)))
+    return data
+
+
+def part_c(seeds: int, quick: bool, only: str | None = None, methods: tuple[str, ...] = METHODS_C) -> list[dict]:
+    rows = []
+    for name, (X, y) in c_tasks(quick):
+        if only is not None and only not in name:
+            continue
+        Xa, Xte, ya, yte = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
+        Xtr, Xva, ytr, yva = train_test_split(Xa, ya, test_size=0.5, random_state=0, stratify=ya)
+        for label, lo, hi in LAMBDA_RANGES:
+            space = {"lam": Real(lo, hi, log=True)}
+            grid = candidate_set(SearchSpace(space), 32, random_state=0).params
+            fits = [MemoLambdaLogistic(**p).fit(Xtr, ytr) for p in grid]
+            val = np.array([neg_sigmoid_loss(f, Xva, yva) for f in fits])
+            tests = np.array([f.score(Xte, yte) for f in fits])
+            by_key = {tuple(sorted(p.items())): i for i, p in enumerate(grid)}
+            ceiling = float(tests[int(np.argmax(val))])
+            path = (hi - lo) * SIGMOID_LIPSCHITZ / (hi * lo)
+            mp_lip = {"regularization": "lam", "lambda_bounds": (lo, hi), "lipschitz": SIGMOID_LIPSCHITZ,
+                      "loss_bound": 1.0}
+            for n_iter in N_ITERS:
+                for eps in EPS:
+                    for method in methods:
+                        accs, errs, secs = [], [], []
+                        for s in range(seeds):
+                            t_cell = time.perf_counter()
+                            search = PrivateSearchCV(
+                                MemoLambdaLogistic(), space, method=method, scoring=neg_sigmoid_loss,
+                                score_bounds=(-1.0, 0.0), epsilon=eps, delta=1e-6, n_iter=n_iter, n_candidates=0,
+                                candidate_grid=grid, refit=False,
+                                method_params=mp_lip if method == "lipschitz" else METHOD_PARAMS.get(method),
+                                random_state=90_000 + s)
+                            search.fit(Xtr, ytr, X_val=Xva, y_val=yva)
+                            secs.append(time.perf_counter() - t_cell)
+                            i = by_key[tuple(sorted(search.best_params_.items()))]
+                            accs.append(tests[i])
+                            errs.append(abs(search.release_.score - val[i]))
+                        regret = 100 * (ceiling - np.asarray(accs))
+                        row = {"task": name, "lambda_range": label, "lambda_bounds": [lo, hi], "path_term": path,
+                               "m": int(len(yva)), "n_iter": n_iter, "epsilon": eps, "method": method,
+                               "guarantee": search.guarantee_,
+                               "test_median": float(np.median(accs)), "test_p10": float(np.percentile(accs, 10)),
+                               "regret_median": float(np.median(regret)),
+                               "regret_p90": float(np.percentile(regret, 90)),
+                               "score_error_median": float(np.median(errs)), "ceiling": ceiling,
+                               "floor": float(np.median(tests)), "seconds_median": float(np.median(secs))}
+                        rows.append(row)
+                        print(f"C {name[:16]:16s} {label:6s} m={row['m']:4d} T={n_iter:2d} eps={eps:<4g} "
+                              f"{method:12s} regret {row['regret_median']:5.1f} (p90 {row['regret_p90']:5.1f}) "
+                              f"score err {row['score_error_median']:.3g}", flush=True)
+    return rows
+
+
+def summary_c(c_rows) -> list[str]:
+    """Part C, per lambda range, method and epsilon, over its tasks and n_iter."""
+    L = ["", "### Summary of part C (tasks × n_iter, per λ range)\n",
+         "| λ range | ε | method | guarantee | mean of median regret | mean of p90 regret | worst p90 regret | "
+         "median score error |", "|---|---|---|---|---|---|---|---|"]
+    for label, _, _ in LAMBDA_RANGES:
+        for eps in EPS:
+            for method in METHODS_C:
+                sel = [r for r in c_rows if r["lambda_range"] == label and r["epsilon"] == eps
+                       and r["method"] == method]
+                if sel:
+                    L.append(f"| {label} | {eps:g} | {method} | {sel[0]['guarantee']} | "
+                             f"{np.mean([r['regret_median'] for r in sel]):.1f} | "
+                             f"{np.mean([r['regret_p90'] for r in sel]):.1f} | "
+                             f"{max(r['regret_p90'] for r in sel):.1f} | "
+                             f"{np.median([r['score_error_median'] for r in sel]):.3g} |")
+    return L
+
+
 def summary_b(b_rows) -> list[str]:
     """Part B, per n_iter, selection and epsilon, over every (task, estimator) cell, beside no search."""
     n_cells = len({(r["task"], r["estimator"]) for r in b_rows})
@@ -313,13 +471,16 @@ def summary(a_rows) -> list[str]:
     return L
 
 
-def render(meta, a_rows, b_rows) -> str:
+def render(meta, a_rows, b_rows, c_rows) -> str:
     runs = meta.get("part_runs") or {}
-    when = (f"Part A run {runs.get('A')}" + "".join(f" (task {t!r} rerun {d})" for t, d in
-                                                     (runs.get("A_tasks") or {}).items())
-            + f", part B run {runs.get('B')}" + "".join(f" (task {t!r} rerun {d})" for t, d in
-                                                      (runs.get("B_tasks") or {}).items())) if runs \
-        else f"Run {meta['run']}"
+
+    def when_part(name: str) -> str:
+        return (f"part {name} run {runs.get(name)}"
+                + "".join(f" (task {t!r} rerun {d})" for t, d in (runs.get(f"{name}_tasks") or {}).items())
+                + "".join(f" (method {m!r} rerun {d})" for m, d in (runs.get(f"{name}_methods") or {}).items()))
+
+    when = ", ".join(when_part(n) for n in PARTS if runs.get(n)) if runs else f"run {meta['run']}"
+    when = when[:1].upper() + when[1:]
     L = ["# Privacy-utility study (issue 11)\n",
          when + f", {meta['platform']}, privtune {meta['privtune']}, {meta['seeds']} seeds per cell. "
          "`python benchmarks/privacy_utility.py`. Regret: points of test accuracy "
@@ -352,6 +513,26 @@ def render(meta, a_rows, b_rows) -> str:
                  f"{r['test_median']:.3f} | {r['test_p10']:.3f} | {r['regret_median']:.1f} | "
                  f"{r['majority_share']:.2f} | {r['ceiling']:.3f} | {r.get('seconds_per_search', float('nan')):.2f} |")
     L += summary_b(b_rows)
+    if c_rows:
+        L += ["", "## C. `lipschitz` in its own setting (Kusner et al. Alg. 3), beside every method\n",
+              "L2-regularised logistic regression with Kusner's λ (`LogisticRegression(C = 1 / (λ n))`, no "
+              "unregularised intercept; rows standardised with the training rows' statistics, a bias column added "
+              "and scaled to norm ≤ 1 inside the model), scored by the normalised sigmoid loss "
+              "(score −mean 1/(1 + e^{y w·u}) in [−1, 0]; g* = 1, L = 1/4); training rows public, validation rows "
+              "sensitive. `lipschitz` declares exactly these constants and the λ range; its score release pays the "
+              "path term (λ_max − λ_min) L / (λ_max λ_min) besides g*/m. `gp-ucb-exact` declares A = 0.1, τ = 1. "
+              "Regret: points of test accuracy against non-private selection by the same score among the same 32 "
+              "candidates. Score error: |released − true validation score| in score units (the score range is 1).\n",
+              "| task | λ range | path term | m | n_iter | ε | method | regret median | regret p90 | test median | "
+              "score error | ceiling | floor | s per search |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in c_rows:
+            lo, hi = r["lambda_bounds"]
+            L.append(f"| {r['task']} | {r['lambda_range']} [{lo:g}, {hi:g}] | {r['path_term']:.3g} | {r['m']} | "
+                     f"{r['n_iter']} | {r['epsilon']:g} | {r['method']} | {r['regret_median']:.1f} | "
+                     f"{r['regret_p90']:.1f} | {r['test_median']:.3f} | {r['score_error_median']:.3g} | "
+                     f"{r['ceiling']:.3f} | {r['floor']:.3f} | {r['seconds_median']:.2f} |")
+        L += summary_c(c_rows)
     return "\n".join(L) + "\n"
 
 
@@ -379,22 +560,29 @@ def plot(a_rows, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def _part_runs(old_meta: dict, part: str, only: str | None, rows: list[dict], now: str) -> dict:
-    """When each part (and each task rerun with ``--only``) was run, carried over from the stored results.
+PARTS = ("A", "B", "C")
 
-    ``rows``: the rows of the part that ran (A or B; both with ``part="all"``, where ``only`` is None).
+
+def _part_runs(old_meta: dict, part: str, only: str | None, methods: tuple[str, ...] | None,
+               rows: list[dict], now: str) -> dict:
+    """When each part (and each task or method rerun with ``--only`` / ``--methods``) was run.
+
+    Carried over from the stored results. ``rows``: the rows of the part that ran (the last part with
+    ``part="all"``, where ``only`` and ``methods`` are None).
     """
     runs = dict(old_meta.get("part_runs") or {})
     if not runs and old_meta:  # a results file written before "part_runs" existed
         stored = old_meta.get("part", "all")
         runs = {"A": old_meta["run"] if stored in ("all", "A") else old_meta.get("other_part_from"),
                 "B": old_meta["run"] if stored in ("all", "B") else old_meta.get("other_part_from")}
-    for name in ("A", "B"):
-        if part in ("all", name) and only is None:
-            runs[name], runs[f"{name}_tasks"] = now, {}
-        elif part == name:
+    for name in PARTS:
+        if part in ("all", name) and only is None and methods is None:
+            runs[name], runs[f"{name}_tasks"], runs[f"{name}_methods"] = now, {}, {}
+        elif part == name and only is not None:
             runs[f"{name}_tasks"] = {**runs.get(f"{name}_tasks", {}),
                                      **{r["task"]: now for r in rows if only in r["task"]}}
+        elif part == name:
+            runs[f"{name}_methods"] = {**runs.get(f"{name}_methods", {}), **{m: now for m in methods}}
     return runs
 
 
@@ -405,40 +593,75 @@ def _merged(stored: list[dict], fresh_rows: list[dict], order: list[str]) -> lis
                   key=lambda r: order.index(r["task"]) if r["task"] in order else len(order))
 
 
+def _merged_methods(stored: list[dict], fresh_rows: list[dict], tasks_order: list[str],
+                    methods_order: tuple[str, ...]) -> list[dict]:
+    """Stored rows with the rerun methods' rows replaced, ordered by task, range, n_iter, ε and method."""
+    rerun = {r["method"] for r in fresh_rows}
+    rows = [r for r in stored if r["method"] not in rerun] + fresh_rows
+
+    def key(r):
+        return (tasks_order.index(r["task"]) if r["task"] in tasks_order else len(tasks_order),
+                r.get("lambda_range", ""), r["n_iter"], r["epsilon"],
+                methods_order.index(r["method"]) if r["method"] in methods_order else len(methods_order))
+    return sorted(rows, key=key)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--quick", action="store_true", help="breast cancer only, a smoke run; writes nothing")
-    ap.add_argument("--part", choices=["all", "A", "B"], default="all",
-                    help="run one part and keep the other from the existing results file")
+    ap.add_argument("--part", choices=["all", *PARTS], default="all",
+                    help="run one part and keep the others from the existing results file")
     ap.add_argument("--only", default=None,
-                    help="with --part A or B: run that part's tasks whose name contains this text only, and keep "
-                         "the other tasks' rows from the existing results file")
+                    help="with --part A, B or C: run that part's tasks whose name contains this text only, and "
+                         "keep the other tasks' rows from the existing results file")
+    ap.add_argument("--methods", default=None,
+                    help="with --part A or C: comma-separated methods to rerun; keep the other methods' rows")
     args = ap.parse_args()
     if args.only is not None and args.part == "all":
-        ap.error("--only needs --part A or --part B")
+        ap.error("--only needs --part A, B or C")
+    methods = None if args.methods is None else tuple(m.strip() for m in args.methods.split(",") if m.strip())
+    if methods is not None:
+        known = METHODS if args.part == "A" else METHODS_C
+        if args.part not in ("A", "C") or args.only is not None or not methods or set(methods) - set(known):
+            ap.error(f"--methods needs --part A or C (without --only) and methods among {list(known)}")
     warnings.filterwarnings("ignore")
     t0 = time.perf_counter()
+    fresh: dict[str, list[dict]] = {}
+    if args.part in ("all", "A"):
+        fresh["A"] = part_a(args.seeds, args.quick, args.only, methods or METHODS)
+    if args.part in ("all", "B"):
+        fresh["B"] = part_b(args.seeds, args.quick, args.only)
+    if args.part in ("all", "C"):
+        fresh["C"] = part_c(args.seeds, args.quick, args.only, methods or METHODS_C)
+    # Read the stored results only now, after the run: two runs of different parts can then share the file.
     old = json.loads((OUT / "privacy_utility.json").read_text()) if args.part != "all" else {}
-    a_rows = part_a(args.seeds, args.quick, args.only) if args.part in ("all", "A") else old["A"]
-    if args.only is not None and args.part == "A":  # merge in the tasks' order: rerun tasks' rows replace stored ones
-        a_rows = _merged(old["A"], a_rows, [t[0] for t in tasks(False)])
-    b_rows = part_b(args.seeds, args.quick, args.only) if args.part in ("all", "B") else old["B"]
-    if args.only is not None and args.part == "B":
-        b_rows = _merged(old["B"], b_rows, [t[0] for t in b_tasks(False)])
+    orders = {"A": [t[0] for t in tasks(False)], "B": [t[0] for t in b_tasks(False)],
+              "C": [t[0] for t in c_tasks(False)]}
+    rows = {}
+    for name in PARTS:
+        if name not in fresh:
+            rows[name] = old.get(name, [])
+        elif args.only is not None:  # rerun tasks' rows replace the stored ones
+            rows[name] = _merged(old.get(name, []), fresh[name], orders[name])
+        elif methods is not None:  # rerun methods' rows replace the stored ones
+            rows[name] = _merged_methods(old.get(name, []), fresh[name], orders[name],
+                                         METHODS if name == "A" else METHODS_C)
+        else:
+            rows[name] = fresh[name]
     now = time.strftime("%Y-%m-%d %H:%M")
+    ran = fresh[args.part] if args.part != "all" else []
     meta = {"run": now, "platform": platform.platform(), "privtune": privtune.__version__,
             "seeds": args.seeds, "seconds": time.perf_counter() - t0, "part": args.part,
-            "part_runs": _part_runs(old.get("meta", {}), args.part, args.only,
-                                    b_rows if args.part == "B" else a_rows, now)}
-    md = render(meta, a_rows, b_rows)
+            "part_runs": _part_runs(old.get("meta", {}), args.part, args.only, methods, ran, now)}
+    md = render(meta, rows["A"], rows["B"], rows["C"])
     if args.quick:
         print(md)
         return
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "privacy_utility.json").write_text(json.dumps({"meta": meta, "A": a_rows, "B": b_rows}, indent=1))
+    (OUT / "privacy_utility.json").write_text(json.dumps({"meta": meta, **rows}, indent=1))
     (OUT / "privacy_utility.md").write_text(md)
-    plot(a_rows, OUT / "privacy_utility.png")
+    plot(rows["A"], OUT / "privacy_utility.png")
     print(f"wrote {OUT / 'privacy_utility.md'} in {meta['seconds']:.0f} s")
 
 
