@@ -596,8 +596,8 @@ def _merged(stored: list[dict], fresh_rows: list[dict], order: list[str]) -> lis
 def _merged_methods(stored: list[dict], fresh_rows: list[dict], tasks_order: list[str],
                     methods_order: tuple[str, ...]) -> list[dict]:
     """Stored rows with the rerun methods' rows replaced, ordered by task, range, n_iter, ε and method."""
-    rerun = {r["method"] for r in fresh_rows}
-    rows = [r for r in stored if r["method"] not in rerun] + fresh_rows
+    rerun = {(r["task"], r["method"]) for r in fresh_rows}
+    rows = [r for r in stored if (r["task"], r["method"]) not in rerun] + fresh_rows
 
     def key(r):
         return (tasks_order.index(r["task"]) if r["task"] in tasks_order else len(tasks_order),
@@ -622,9 +622,11 @@ def main() -> None:
         ap.error("--only needs --part A, B or C")
     methods = None if args.methods is None else tuple(m.strip() for m in args.methods.split(",") if m.strip())
     if methods is not None:
+        if args.part not in ("A", "C") or args.only is not None:
+            ap.error("--methods needs --part A or --part C (and no --only)")
         known = METHODS if args.part == "A" else METHODS_C
-        if args.part not in ("A", "C") or args.only is not None or not methods or set(methods) - set(known):
-            ap.error(f"--methods needs --part A or C (without --only) and methods among {list(known)}")
+        if not methods or set(methods) - set(known):
+            ap.error(f"--methods with --part {args.part}: methods among {list(known)}")
     warnings.filterwarnings("ignore")
     t0 = time.perf_counter()
     fresh: dict[str, list[dict]] = {}
