@@ -261,8 +261,11 @@ class _SearchConfigMixin:
         if cfg["n_iter"] > bound:
             raise InvalidParameterError(
                 f"method='random' scores n_iter={cfg['n_iter']} distinct candidates, but the candidate set holds "
-                f"at most {int(bound)} (n_candidates={cfg['n_candidates']}, de-duplicated over the search space). "
-                f"Lower n_iter to at most {int(bound)}, or enlarge n_candidates / the search space.")
+                f"at most {int(bound)} (n_candidates={cfg['n_candidates']}"
+                + (f" and a candidate_grid of {n_grid}" if n_grid else "")
+                + f", de-duplicated over the search space). Lower n_iter to at most {int(bound)}, or enlarge "
+                + ("n_candidates, the candidate_grid or the search space." if n_grid else
+                   "n_candidates / the search space."))
 
     def _role_budgets(self, cfg: dict[str, Any]) -> tuple[Budget, Budget]:
         """(validation budget, training budget): both the whole budget, or split with ``cv`` (the roles overlap)."""

@@ -590,3 +590,13 @@ def test_n_candidates_zero_without_a_grid_is_refused_before_anything_is_spent(da
         PrivateSearchCV(SVC(), SPACE, n_iter=3, n_candidates=0, accountant=acc).fit(
             X_tr, y_tr, X_val=X_val, y_val=y_val)
     assert len(acc.ledger) == 0
+
+
+def test_more_iterations_than_grid_points_is_refused_naming_the_grid(data):
+    X_tr, y_tr, X_val, y_val = data
+    grid = [{"C": c, "gamma": 1e-3} for c in (0.3, 3.0, 30.0)]
+    acc = Accountant(Budget(1.0, 1e-6))
+    with pytest.raises(InvalidParameterError, match=r"at most 3 \(n_candidates=0 and a candidate_grid of 3"):
+        PrivateSearchCV(SVC(), SPACE, method="random", n_iter=4, n_candidates=0, candidate_grid=grid,
+                        accountant=acc).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
+    assert len(acc.ledger) == 0
