@@ -42,9 +42,16 @@ from privtune.accounting.events import (
     PoissonSampledEvent,
     PrivacyEvent,
     RenyiEvent,
+    RepeatAndSelectEvent,
     SelfComposedEvent,
 )
-from privtune.accounting.rdp_math import gaussian_epsilon_exact, poisson_gaussian_rdp, rdp_to_epsilon
+from privtune.accounting.rdp_math import (
+    DEFAULT_ORDERS,
+    gaussian_epsilon_exact,
+    poisson_gaussian_rdp,
+    rdp_to_epsilon,
+    repeat_and_select_rdp,
+)
 from privtune.exceptions import UnsupportedEventError
 
 #: Relative tolerance on budget comparisons (absorbs float representation of splits).
@@ -124,7 +131,16 @@ def _renyi_curve(event: PrivacyEvent, orders: tuple[float, ...], relation: str) 
     Gaussian on a Poisson subsample is :func:`~privtune.accounting.rdp_math.poisson_gaussian_rdp`;
     compositions add curves, self-compositions multiply them, and any other
     event is asked of dp-accounting as usual. An event *sampled* around a stated
-    RDP bound has no amplification bound here (None).
+    RDP bound has no amplification bound here (None). Random stopping over such
+    an event (a :class:`RepeatAndSelectEvent`) is Papernot & Steinke's Theorem 2
+    or 6 applied to the inner curve on the accountant's orders
+    (:func:`~privtune.accounting.rdp_math.repeat_and_select_rdp`, privtune's own
+    implementation, cross-checked against dp-accounting's): the theorems take
+    any valid RDP bound of one run at the orders lambda and lambda-hat, and the
+    inner curve is one (a stated bound at the next stated order up, ``inf``
+    above the largest, where the minimum over lambda-hat simply skips it).
+    dp-accounting evaluates the same theorems for the events it knows, but
+    cannot take a stated curve.
     """
     if isinstance(event, RenyiEvent):
         curve = np.asarray(event.rdp_at(orders), dtype=np.float64)
@@ -143,10 +159,31 @@ def _renyi_curve(event: PrivacyEvent, orders: tuple[float, ...], relation: str) 
         if inner is None:
             return None
         curve = inner * event.count if event.count else np.zeros(len(orders))
+    elif isinstance(event, RepeatAndSelectEvent):
+        one = event.event
+        run = _renyi_curve(one, orders, relation) if _has_renyi(one) else _rdp_curve_of(one, orders, relation)
+        if run is None or not np.isfinite(run).any():
+            return None
+        curve = np.asarray(repeat_and_select_rdp(np.asarray(orders, dtype=np.float64), run, mean=event.mean,
+                                                 shape=event.shape), dtype=np.float64)
     else:
         return None
     curve.setflags(write=False)
     return curve
+
+
+def has_rdp_curve(event: PrivacyEvent) -> bool:
+    """Whether the RDP accountant can bound ``event`` by a curve (dp-accounting's events, or stated RDP bounds).
+
+    Public quantities only; used to refuse, before anything is spent, a random-stopping run whose training
+    event neither is pure nor has a curve Papernot & Steinke's RDP theorems can take.
+    """
+    if event.is_conditional():
+        return False
+    if _has_renyi(event):
+        curve = _rdp_curve(event, tuple(float(o) for o in DEFAULT_ORDERS), event.relation)
+        return curve is not None and bool(np.isfinite(curve).any())
+    return to_rdp_event(event) is not None
 
 
 class _State:

@@ -44,7 +44,7 @@ from privtune.accounting import (
     RepeatAndSelectEvent,
     compose_events,
 )
-from privtune.accounting._conversion import to_rdp_event
+from privtune.accounting._composition import has_rdp_curve
 from privtune.accounting.selection import sample_repetitions
 from privtune.bo._base import Callback, ReleaseMethod
 from privtune.bo._common import ChargedObjective, best_case_selection, split_budget
@@ -126,7 +126,7 @@ class RandomSearch(ReleaseMethod):
         self.selection_share = check_real(selection_share, "selection_share", low=0.0, high=1.0, owner=owner)
         self.stopping_shape = check_real(stopping_shape, "stopping_shape", low=0.0, closed="left", owner=owner)
         if run_event is not None and (not isinstance(run_event, PrivacyEvent) or run_event.is_conditional()
-                                      or (not _is_pure(run_event) and to_rdp_event(run_event) is None)):
+                                      or (not _is_pure(run_event) and not has_rdp_curve(run_event))):
             raise InvalidParameterError(
                 f"The 'run_event' parameter of {owner} must be None or the PrivacyEvent of one training run that is "
                 "pure epsilon-DP or bounded by the RDP accountant (e.g. a GaussianEvent), unconditionally. "
@@ -146,7 +146,8 @@ class RandomSearch(ReleaseMethod):
             if self.score_epsilon() <= 0:
                 raise InvalidParameterError(
                     f"The budget (epsilon={self.epsilon!r}, delta={self.delta!r}) cannot cover random stopping: the "
-                    f"best of a secret number of runs of the training event {self.run_event!r} alone already "
+                    f"best of a secret number of runs of the training event ({type(self.run_event).__name__}"
+                    f"{', ' + self.run_event.label if self.run_event.label else ''}) alone already "
                     "exceeds it (for a pure-DP run, (2 + eta) times its epsilon). Lower the run's (the "
                     "estimator's) epsilon, or raise epsilon.")
 

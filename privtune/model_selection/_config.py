@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from privtune.accounting import Accountant, Budget, ComposedEvent, SelfComposedEvent
-from privtune.accounting._conversion import to_rdp_event
+from privtune.accounting._composition import has_rdp_curve
 from privtune.exceptions import InvalidParameterError
 from privtune.model_selection._inputs import _as_labels, _as_space, _as_table, _max_distinct_candidates, _same_length
 from privtune.model_selection._scoring import BoundedScorer, make_bounded_scorer
@@ -155,7 +155,7 @@ class _SearchConfigMixin:
                     "'secure'. Leave the estimator's random_state=None (each fit then draws secure noise), or seed "
                     "the search too (a reproducible run, labelled not for release). Nothing was read or spent.")
             if cfg["stopping"]:
-                if not (one_budget.delta == 0 or to_rdp_event(one_fit) is not None) or one_fit.is_conditional():
+                if not (one_budget.delta == 0 or has_rdp_curve(one_fit)) or one_fit.is_conditional():
                     raise InvalidParameterError(
                         "Random stopping (Papernot & Steinke) bounds runs whose training event is pure epsilon-DP or "
                         "has an RDP curve privtune can evaluate at every order (e.g. the default Gaussian fits), but "

@@ -114,3 +114,46 @@ def test_sampling_around_a_stated_bound_is_refused():
                             sample_rate=0.1, relation="add_remove")
     with pytest.raises(UnsupportedEventError):
         _spent(e, relation="add_remove")
+
+
+# -- random stopping over a stated bound (Papernot & Steinke on the stated curve) ----------------------------------
+
+def _gaussian_as_stated(nm: float, orders=None) -> RenyiEvent:
+    from privtune.accounting.rdp_math import DEFAULT_ORDERS, gaussian_rdp
+
+    o = np.asarray(DEFAULT_ORDERS if orders is None else orders, dtype=float)
+    return RenyiEvent(orders=tuple(float(x) for x in o), epsilons=tuple(float(x) for x in gaussian_rdp(o, nm)))
+
+
+@pytest.mark.parametrize("shape", [0.0, 0.5, 1.0, math.inf])
+@pytest.mark.parametrize("mean", [2.0, 10.0])
+def test_random_stopping_over_a_stated_curve_matches_dp_accountings_gaussian(shape, mean):
+    """A RenyiEvent stating a Gaussian's exact curve on the accountant's orders: the best of K runs is charged what
+    dp-accounting charges for the same selection over the GaussianEvent itself (two implementations of P&S Thms 2
+    and 6; the truncation term of the capped K is in both)."""
+    from privtune.accounting import RepeatAndSelectEvent
+
+    stated = _spent(RepeatAndSelectEvent(event=_gaussian_as_stated(3.0), mean=mean, shape=shape))
+    reference = _spent(RepeatAndSelectEvent(event=GaussianEvent(noise_multiplier=3.0), mean=mean, shape=shape))
+    assert stated == pytest.approx(reference, rel=1e-9)
+
+
+def test_random_stopping_over_a_coarser_stated_curve_costs_more_never_less():
+    """A bound stated at fewer orders is a weaker statement (each order takes the next stated one up; none above the
+    largest): the selection's charge can only grow, and stays finite."""
+    from privtune.accounting import RepeatAndSelectEvent
+
+    dense = _spent(RepeatAndSelectEvent(event=_gaussian_as_stated(3.0), mean=5.0, shape=1.0))
+    coarse = _spent(RepeatAndSelectEvent(event=_gaussian_as_stated(3.0, orders=(2.0, 4.0, 8.0, 16.0)), mean=5.0,
+                                         shape=1.0))
+    assert dense < coarse < math.inf
+
+
+def test_random_stopping_over_a_stated_curve_composes_with_other_events():
+    from privtune.accounting import LaplaceEvent, RepeatAndSelectEvent
+
+    run = ComposedEvent(events=(_gaussian_as_stated(4.0), LaplaceEvent(epsilon=0.1)))
+    ref = ComposedEvent(events=(GaussianEvent(noise_multiplier=4.0), LaplaceEvent(epsilon=0.1)))
+    stated = _spent(RepeatAndSelectEvent(event=run, mean=5.0, shape=1.0), GaussianEvent(noise_multiplier=8.0))
+    reference = _spent(RepeatAndSelectEvent(event=ref, mean=5.0, shape=1.0), GaussianEvent(noise_multiplier=8.0))
+    assert stated == pytest.approx(reference, rel=1e-6)

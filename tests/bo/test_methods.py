@@ -342,3 +342,24 @@ def test_a_value_that_is_not_a_real_number_scores_the_lower_bound(value):
     m = GPUCB(epsilon=1.0, delta=1e-6, n_iter=3, score_bounds=(0.0, 1.0))
     rel = m.run(lambda p: value if p["alpha"] > 0.3 else 0.5, cands, random_state=0)  # never raises
     assert np.isfinite(rel.score)
+
+
+def test_random_stopping_takes_a_run_event_stated_as_an_rdp_bound(cands2d):
+    """A RenyiEvent run (a Renyi filter's cap, e.g. the line-search solver's) is bounded through its stated curve;
+    it used to be refused for lack of a dp-accounting event. One it cannot afford is refused, naming it briefly."""
+    from privtune.accounting import Accountant, Budget, GaussianEvent, RenyiEvent
+    from privtune.accounting.rdp_math import DEFAULT_ORDERS, gaussian_rdp
+
+    orders = tuple(float(o) for o in DEFAULT_ORDERS)
+    stated = RenyiEvent(orders=orders, epsilons=tuple(float(e) for e in gaussian_rdp(np.asarray(orders), 40.0)))
+    m = RandomSearch(epsilon=1.0, n_iter=5, score_sensitivity=0.01, selection="random-stopping", delta=1e-6,
+                     run_event=stated)
+    ref = RandomSearch(epsilon=1.0, n_iter=5, score_sensitivity=0.01, selection="random-stopping", delta=1e-6,
+                       run_event=GaussianEvent(noise_multiplier=40.0))
+    assert m.score_epsilon() == pytest.approx(ref.score_epsilon(), rel=1e-6) and m.score_epsilon() > 0
+    Accountant(Budget(1.0, 1e-6)).check(m.selection_event(stated))
+    with pytest.raises(InvalidParameterError, match=r"training event \(RenyiEvent, a cap\) alone") as exc:
+        RandomSearch(epsilon=1.0, n_iter=5, score_sensitivity=0.01, selection="random-stopping", delta=1e-6,
+                     run_event=RenyiEvent(orders=orders, epsilons=tuple(1000 * e for e in stated.epsilons),
+                                          label="a cap"))
+    assert len(str(exc.value)) < 500  # names the event, does not dump its orders
