@@ -271,12 +271,19 @@ def part_a(seeds: int, quick: bool, only: str | None = None, methods: tuple[str,
     return rows
 
 
-def b_tasks(quick: bool) -> list[tuple[str, tuple[np.ndarray, np.ndarray]]]:
-    """Part B's binary tasks: the bundled sets with n >= 500 (digits as 0-4 against 5-9) and a synthetic one."""
+def _binary_bundled(quick: bool) -> list[tuple[str, tuple[np.ndarray, np.ndarray]]]:
+    """The bundled binary tasks with n >= 500: breast cancer, and digits as 0-4 against 5-9 (not with ``quick``)."""
     data = [("breast cancer", load_breast_cancer(return_X_y=True))]
     if not quick:
         Xd, yd = load_digits(return_X_y=True)
         data.append(("digits 0-4 vs 5-9", (Xd, (yd >= 5).astype(int))))
+    return data
+
+
+def b_tasks(quick: bool) -> list[tuple[str, tuple[np.ndarray, np.ndarray]]]:
+    """Part B's binary tasks: the bundled sets with n >= 500 and a synthetic one."""
+    data = _binary_bundled(quick)
+    if not quick:
         data.append(("synthetic 5 000", make_classification(n_samples=5000, n_features=20, n_informative=8,
                                                             random_state=0)))
     return data
@@ -348,11 +355,9 @@ def part_b(seeds: int, quick: bool, only: str | None = None) -> list[dict]:
 
 
 def c_tasks(quick: bool) -> list[tuple[str, tuple[np.ndarray, np.ndarray]]]:
-    """Part C's binary tasks (the sigmoid validation loss is a margin loss)."""
-    data = [("breast cancer", load_breast_cancer(return_X_y=True))]
+    """Part C's binary tasks (its sigmoid validation loss is a margin loss): part B's bundled ones, a synthetic one."""
+    data = _binary_bundled(quick)
     if not quick:
-        Xd, yd = load_digits(return_X_y=True)
-        data.append(("digits 0-4 vs 5-9", (Xd, (yd >= 5).astype(int))))
         data.append(("synthetic 3 500", make_classification(n_samples=3500, n_features=20, n_informative=6,
                                                             flip_y=0.05, random_state=0)))
     return data
