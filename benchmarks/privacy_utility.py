@@ -5,7 +5,7 @@ Part A -- validation rows sensitive, training rows public. Tasks (nothing downlo
 wine and synthetic sets with m = 200, 2 000 and 20 000 validation rows; a
 ``HistGradientBoostingClassifier`` (learning rate, leaf count, L2 regularisation) on a synthetic set
 with m = 1 500. One fixed candidate set of 64 Sobol points per
-task (given as ``candidate_grid`` with ``n_candidates=0``, so that Λ is exactly these 64; runs before 2026-11-28
+task (given as ``candidate_grid`` with ``n_candidates=0``, so that Λ is exactly these 64; runs before 2026-11-27 12:36
 added one seed-dependent Sobol point) so that the seeds vary the privacy noise only; fits and predictions
 are memoised (they are the same in every cell). Methods: ``auto`` (the default; it resolves to
 ``prescreen`` here, the training rows being public), ``random``, ``prescreen``,
