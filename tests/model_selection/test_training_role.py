@@ -215,8 +215,9 @@ def test_random_stopping_refusal_names_the_event_without_dumping_it():
 def test_random_stopping_takes_line_search_fits_through_their_stated_rdp_bound():
     """The line-search solver's fit is charged as the cap of its Renyi filter (a RenyiEvent, stated at finite
     orders), which dp-accounting cannot take; random stopping over it is Papernot & Steinke's Thm 2 on that curve.
-    It used to be refused. One RepeatAndSelectEvent per role, charged before any fit; the spend fits the budget; the
-    per-fit epsilon random stopping affords is within 0.5 % of the Gaussian fits' (the filter's cap is a zCDP bound)."""
+    It used to be refused. The training role is charged one RepeatAndSelectEvent over that RenyiEvent, within the
+    budget; the per-fit epsilon random stopping affords is within 0.5 % of the Gaussian fits' (the filter's cap is a
+    zCDP bound)."""
     from privtune.accounting import RenyiEvent
     from privtune.linear_model import DPLogisticRegression
 
