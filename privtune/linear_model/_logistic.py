@@ -21,7 +21,7 @@ from privtune.accounting.budget import Budget
 from privtune.accounting.events import EpsilonDeltaEvent, GaussianEvent, PrivacyEvent
 from privtune.base import PrivacyTags
 from privtune.exceptions import InvalidParameterError, PrivtuneError
-from privtune.linear_model._binary import _BinaryLinearClassifier, _SigmoidProbaMixin
+from privtune.linear_model._classifier import _LinearClassifier, _SigmoidProbaMixin
 from privtune.linear_model._input import _numeric_rows, _numeric_table, _public_shape
 from privtune.optim._accelerated_plan import _make_plan as _make_accelerated_plan
 from privtune.optim._line_search_loop import _check_grids as _check_line_search_grids
@@ -35,6 +35,7 @@ from privtune.utils._validation import check_delta, check_epsilon, check_integer
 
 __all__ = ["DPLogisticRegression"]
 
+
 _CLIPS = ("rows", "raise")
 _NOISES = ("gaussian", "laplace")
 #: Seed 003's solver (Chen & Lee): DP-BLGD, a full-batch private Armijo line search with adaptive budgets.
@@ -43,14 +44,21 @@ ESTIMATOR_SOLVERS = (*SOLVERS, LINE_SEARCH)
 _LINE_SEARCH_PLACEHOLDER_N = 1000
 
 
-class _DPMarginClassifier(_BinaryLinearClassifier):
-    """Shared ``fit`` / ``predict`` of privtune's binary margin classifiers (internal).
+class _DPMarginClassifier(_LinearClassifier):
+    """Shared ``fit`` / ``predict`` of privtune's margin classifiers (internal).
 
+    Two classes: one run of the solver. ``K > 2`` classes: one-vs-rest, K runs
+    on the same features, each with ``1 / K`` of the fit's budget (the runs
+    compose to exactly the one fit's event; see :meth:`_accelerated_kwargs`).
     Subclasses set ``_loss`` and implement :meth:`_feature_bounds`,
     :meth:`_features` and :meth:`_validate_extra`.
     """
 
     _loss = "logistic"
+
+    def _multiclass(self) -> bool:
+        """Every solver but the line search (whose zCDP filter caps one run) fits ``K > 2`` classes."""
+        return self.solver != LINE_SEARCH
 
     # -- hooks ------------------------------------------------------------------------
     def _validate_extra(self, owner: str) -> dict[str, Any]:  # pragma: no cover - abstract
@@ -118,14 +126,21 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
                                                                             low=0.0, owner=owner),
             "max_slope": check_real(self.max_slope, "max_slope", low=0.0, high=1.0, closed="right", owner=owner),
         }
-        if self.classes is not None:
-            cl = np.asarray(self.classes)
-            if cl.ndim != 1 or cl.shape[0] != 2 or np.unique(cl).shape[0] != 2:
-                raise InvalidParameterError(
-                    f"The 'classes' parameter of {owner} must be None or two distinct labels. "
-                    f"Got {self.classes!r} instead.")
+        if self.solver == LINE_SEARCH and self._declared_runs() > 1:
+            raise InvalidParameterError(
+                f"solver='line-search' of {owner} fits two classes only (its zCDP filter's cap is one run's); "
+                f"got {self._declared_runs()} declared classes. Use the default solver for more classes.")
+        self._check_classes_param(owner)
         out.update(self._validate_extra(owner))
         return out
+
+    def _declared_runs(self) -> int:
+        """Number of one-vs-rest runs a fit makes with the declared ``classes`` (1 for two or undeclared)."""
+        try:
+            k = 0 if self.classes is None else int(np.asarray(self.classes).shape[0])
+        except (TypeError, ValueError, IndexError):  # an invalid declaration: _check_classes_param refuses it
+            k = 0
+        return k if k > 2 else 1
 
     # -- planning -------------------------------------------------------------------------
     def _fit_privacy_event(self) -> PrivacyEvent:
@@ -184,17 +199,24 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
                         l2=1.0 / (params["C"] * n), accountant=None, random_state=self.random_state,
                         phase=type(self).__name__, **kwargs)
 
-    def _accelerated_kwargs(self, params: dict[str, Any], n: int, r1: float, r2: float) -> dict[str, Any]:
-        """The keyword arguments of :func:`dp_accelerated` for a fit on ``n`` rows (public; one place)."""
+    def _accelerated_kwargs(self, params: dict[str, Any], n: int, r1: float, r2: float,
+                            n_runs: int = 1) -> dict[str, Any]:
+        """The keyword arguments of :func:`dp_accelerated` for one of ``n_runs`` runs on ``n`` rows (public)."""
         gaussian = self.noise == "gaussian"
         return dict(solver=self.solver, epsilon=params["epsilon"], alpha=1.0 / (params["C"] * n), data_norm=r1,
                     data_norm_l2=r2, loss=self._loss, smoothing=params.get("smoothing", 1.0),
                     n_iter=params["max_iter"], batch_size=params["batch_size"], step_scale=params["step_scale"],
                     initial_gap=params["initial_gap"], max_slope=params["max_slope"], clip="rows",
                     noise=self.noise, delta=params["delta"] if gaussian else None, horizon=self.horizon,
-                    output="last" if self.horizon == "paper" else "tail_average")
+                    output="last" if self.horizon == "paper" else "tail_average",
+                    # One-vs-rest: the K runs see the same rows and one row changes every run (its label is each
+                    # run's +1 or -1), so they compose. With 1/K of the budget each, K Gaussian runs of multiplier
+                    # nm sqrt(K) compose exactly (RDP adds) to the one run of multiplier nm that a fit charges, and
+                    # K Laplace runs of epsilon / K sum to epsilon.
+                    budget_share=1.0 / n_runs)
 
-    def _public_plan(self, n: int, d: int, params: dict[str, Any], owner: str) -> tuple[int, float, float]:
+    def _public_plan(self, n: int, d: int, params: dict[str, Any], owner: str,
+                     n_runs: int | None = None) -> tuple[int, float, float]:
         """Build the solver's whole plan from public quantities, before the charge; return ``(width, R1, R2)``.
 
         ``fit`` used to charge first and plan inside the solver, so a public
@@ -203,8 +225,10 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
         schedule overflows) was refused after the charge: no leak (public
         parameters only), but the fit's budget was lost. The same plan is now
         built here first, so such a fit is refused with nothing spent. The
-        plan's noise draws nothing (a fixed seed is passed to it).
+        plan's noise draws nothing (a fixed seed is passed to it). ``n_runs``:
+        the number of one-vs-rest runs (``None``: from the declared ``classes``).
         """
+        n_runs = self._declared_runs() if n_runs is None else n_runs
         width, r1, r2 = self._planned_features(n, d)
         if self.fit_intercept:
             s = params["intercept_scaling"]
@@ -220,7 +244,7 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
                                      check_random_state(0, owner=owner))
         else:
             _make_accelerated_plan(n=n, d=width, accountant=None, owner=owner, x0=None, masg_p=1, random_state=0,
-                                   check_only=True, **self._accelerated_kwargs(params, n, r1, r2))
+                                   check_only=True, **self._accelerated_kwargs(params, n, r1, r2, n_runs))
         return width, r1, r2
 
     def _check_fit_plan(self, n_samples: int, n_features: int) -> None:
@@ -242,7 +266,7 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
         X : array-like of shape (n_samples, n_features)
             Training rows (sensitive).
         y : array-like of shape (n_samples,)
-            Binary labels (sensitive).
+            Class labels (sensitive): two classes, or more (one-vs-rest).
 
         Returns
         -------
@@ -259,7 +283,11 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
             Refused after the charge (the run is paid for: whether to refuse
             depends on the rows): rows over the declared bound with
             ``clip="raise"`` and, without declared ``classes``, a target that
-            is not binary. Non-finite entries are mapped to 0, not refused.
+            is not a class target or has one class (more than two classes with
+            ``solver="line-search"``). With ``classes=None`` and more than two
+            classes in ``y``, the runs' plan is checked again once the classes
+            are read (a refusal then comes after the charge). Non-finite
+            entries are mapped to 0, not refused.
         BudgetExceededError
             If the accountant cannot pay for the run; nothing is spent.
 
@@ -292,7 +320,11 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
         planned = self._public_plan(n, d, params, owner)  # refuses a plan no grid or float can hold, unspent
         acc.spend(event, phase=owner, role="training")  # write-ahead, before any value of X or y is read
         X, y = _numeric_rows(self, X, y, owner)
-        z, usable = self._encode_labels(y, owner)
+        index, usable = self._label_index(y, owner)
+        n_runs = 1 if self.classes_.shape[0] == 2 else int(self.classes_.shape[0])
+        if n_runs > 1 and self.classes is None:  # the label set was read (public under classes=None's condition)
+            planned = self._public_plan(n, d, params, owner, n_runs)
+        z = np.where(usable & (index == 1), 1.0, -1.0)
         finite = np.isfinite(X)
         if not finite.all():
             X = np.where(finite, X, 0.0)  # a non-finite entry is mapped to 0, row by row
@@ -317,22 +349,35 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
             z = np.where(usable, z, 1.0)
         if self.solver == LINE_SEARCH:
             res = self._fit_line_search(U, z, r2, params, event)
-        else:
+            results = [res]
+        elif n_runs == 1:
             res = dp_accelerated(U, z, accountant=None, random_state=self.random_state, phase=owner,  # charged above
                                  **self._accelerated_kwargs(params, n, r1, r2))
-        w = res.x
+            results = [res]
+        else:  # one-vs-rest: one run per class, each with a 1/K share of the fit's budget, one noise source
+            source = check_random_state(self.random_state, owner=owner)
+            kwargs = self._accelerated_kwargs(params, n, r1, r2, n_runs)
+            results = [dp_accelerated(U, np.where(usable & (index != k), -1.0, 1.0), accountant=None,
+                                      random_state=source, phase=owner, **kwargs)  # charged above
+                       for k in range(n_runs)]
+        W = np.stack([r.x for r in results])
         if self.fit_intercept:  # the model of the stored rows, for the rows predict sees (coef_scale, s_used)
-            self.coef_ = (w[:-1] * coef_scale).reshape(1, -1)
-            self.intercept_ = np.array([w[-1] * s_used])
+            self.coef_ = W[:, :-1] * coef_scale
+            self.intercept_ = W[:, -1] * s_used
         else:
-            self.coef_ = (w * coef_scale).reshape(1, -1)
-            self.intercept_ = np.zeros(1)
-        self.n_iter_ = res.n_iter
-        self.privacy_spent_ = (Budget(res.epsilon, res.delta) if self.solver != LINE_SEARCH
-                               else compose_events([event], delta=params["delta"]))
+            self.coef_ = W * coef_scale
+            self.intercept_ = np.zeros(W.shape[0])
+        self.n_iter_ = results[0].n_iter  # the same public plan for every run
+        if self.solver == LINE_SEARCH:
+            self.privacy_spent_ = compose_events([event], delta=params["delta"])
+        elif n_runs == 1:
+            self.privacy_spent_ = Budget(res.epsilon, res.delta)
+        else:
+            self.privacy_spent_ = compose_events([r.privacy_event for r in results], delta=results[0].delta,
+                                                 method="rdp" if self.noise == "gaussian" else "auto")
         self.privacy_event_ = event
         self.accountant_ = acc
-        self.optimize_result_ = res
+        self.optimize_result_ = res if n_runs == 1 else tuple(results)
         return self
 
     def _compact_features(self, X: np.ndarray, intercept: float) -> tuple[np.ndarray, float]:
@@ -348,7 +393,7 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
 
     # -- prediction -----------------------------------------------------------------------
     def decision_function(self, X: Any) -> np.ndarray:
-        """Signed score of the positive class ``classes_[1]`` (post-processing, no privacy cost).
+        """Scores of the classes (post-processing, no privacy cost).
 
         Parameters
         ----------
@@ -356,11 +401,16 @@ class _DPMarginClassifier(_BinaryLinearClassifier):
 
         Returns
         -------
-        ndarray of shape (n_samples,)
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+            Two classes: the signed score of ``classes_[1]``. More: each
+            class's one-vs-rest score (``predict`` takes the largest).
         """
         check_is_fitted(self, "coef_")
         X = _numeric_table(self, X, type(self).__name__, reset=False)
-        return self._features(X, fitting=False) @ self.coef_[0] + self.intercept_[0]
+        F = self._features(X, fitting=False)
+        if self.coef_.shape[0] == 1:
+            return F @ self.coef_[0] + self.intercept_[0]
+        return F @ self.coef_.T + self.intercept_
 
     def __privtune_tags__(self) -> PrivacyTags:
         """The guarantee covers whole training rows; ``classes`` declares the label set (:mod:`privtune.base`)."""
@@ -485,8 +535,12 @@ _COMMON_PARAMS_DOC = """
         objective becomes the convex loss that follows the original while its
         slope is at most ``kappa`` and is linear beyond; the noise scale (the
         sensitivity ``2 kappa R``) is multiplied by ``kappa``.MAX_SLOPE_NOTE
-    classes : pair of labels or None, default=None
-        Declared label set. ``None`` reads the two labels from ``y`` (see Notes).
+    classes : array-like of two or more labels, or None, default=None
+        Declared label set. ``None`` reads the labels from ``y`` (see Notes).
+        With more than two classes the model is one-vs-rest: one run of the
+        solver per class (that class against the others), each with ``1/K``
+        of the fit's budget, so a K-class fit costs what a binary fit costs
+        (see Notes). ``solver="line-search"`` takes two classes only.
     random_state : None, int or numpy.random.Generator, default=None
         ``None`` gives cryptographically secure noise; an int makes the fit
         reproducible and **not for release**.
@@ -509,11 +563,14 @@ _COMMON_PARAMS_DOC = """
         ``noise="laplace"``."""
 
 _COMMON_ATTRS_DOC = """
-    classes_ : ndarray of shape (2,)
-    coef_ : ndarray of shape (1, n_features_out)
-    intercept_ : ndarray of shape (1,)
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_features_out) or (n_classes, n_features_out)
+        One row for two classes (the model of ``classes_[1]``), else one
+        row per class (its one-vs-rest model).
+    intercept_ : ndarray of shape (1,) or (n_classes,)
     n_iter_ : int
-        Noisy-gradient steps run (``T*`` for the ``*-opt`` solvers).
+        Noisy-gradient steps run (``T*`` for the ``*-opt`` solvers), per run:
+        every one-vs-rest run has the same public plan.
     privacy_spent_ : Budget
         Privacy cost of the fit: the exact composition
         ``Budget(epsilon', delta)`` with ``epsilon (1 - 2e-3) < epsilon' <= epsilon``
@@ -522,8 +579,10 @@ _COMMON_ATTRS_DOC = """
         The composed event charged.
     accountant_ : Accountant
         The accountant charged (the given one, or the estimator's own).
-    optimize_result_ : DPOptimizeResult
-        The solver's result (released iterates, noise scales, budget split).
+    optimize_result_ : DPOptimizeResult or tuple of DPOptimizeResult
+        The solver's result (released iterates, noise scales, budget split);
+        with more than two classes, one per class, in the order of
+        ``classes_``.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has string feature names."""
@@ -549,11 +608,20 @@ _PRIVACY_DOC = """
     of the (intercept-augmented) rows, ``kappa = max_slope``); or (Laplace,
     the paper's) the composition of one Laplace event per step (with sampling
     without replacement when ``batch_size < n``) whose costs sum to
-    ``epsilon``."""
+    ``epsilon``. With ``K > 2`` classes (one-vs-rest, privtune's extension)
+    the K runs read the same rows, and one row changes all of them (its label
+    is each run's +1 or -1), so they are composed: each run gets ``1/K`` of
+    the Gaussian precision (multiplier ``nm sqrt(K)``; the K runs compose
+    exactly, by RDP, to the one Gaussian of multiplier ``nm`` a binary fit
+    charges) or ``epsilon / K`` (Laplace). The charge is the same event as
+    for two classes, and ``privacy_spent_`` is the runs' exact composition.
+    The runs' noise comes from one source (one seed, one stream). With
+    ``classes=None`` the number of classes is read from ``y``, within the
+    same condition as above."""
 
 
 class DPLogisticRegression(_ClippedLinearMixin, _SigmoidProbaMixin, _DPMarginClassifier):
-    __doc__ = r"""Binary logistic regression with differential privacy (Kuru et al. 2022 solvers).
+    __doc__ = r"""Logistic regression with differential privacy (Kuru et al. 2022 solvers); one-vs-rest for K > 2.
 
     (epsilon, delta)-DP by default, with exact Gaussian noise on the gradients
     (privtune's extension of the paper, at ``delta = 1e-6``), which is the more

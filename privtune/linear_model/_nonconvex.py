@@ -20,7 +20,7 @@ from privtune.accounting.budget import Budget
 from privtune.accounting.events import EpsilonDeltaEvent, GaussianEvent, PrivacyEvent
 from privtune.base import PrivacyTags
 from privtune.exceptions import InvalidParameterError
-from privtune.linear_model._binary import _BinaryLinearClassifier, _SigmoidProbaMixin
+from privtune.linear_model._classifier import _LinearClassifier, _SigmoidProbaMixin
 from privtune.linear_model._input import _numeric_rows, _numeric_table, _public_shape
 from privtune.mechanisms.gaussian import calibrate_rdp_gaussian
 from privtune.optim._losses import clip_rows
@@ -51,7 +51,7 @@ def _arithmetic_cause(exc: BaseException) -> BaseException | None:
     return None
 
 
-class DPNonConvexClassifier(_SigmoidProbaMixin, _BinaryLinearClassifier):
+class DPNonConvexClassifier(_SigmoidProbaMixin, _LinearClassifier):
     r"""Binary classifier with a non-convex loss, trained privately to a second-order point (Gao & Wright 2023).
 
     ``fit`` looks for an approximate second-order stationary point of
@@ -302,16 +302,7 @@ class DPNonConvexClassifier(_SigmoidProbaMixin, _BinaryLinearClassifier):
             raise InvalidParameterError(
                 f"The 'accountant' parameter of {owner} must be a privtune.accounting.Accountant or None. "
                 f"Got {type(self.accountant).__name__} instead.")
-        if self.classes is not None:
-            try:
-                cl = np.asarray(self.classes)
-                ok = cl.ndim == 1 and cl.shape[0] == 2 and np.unique(cl).shape[0] == 2
-            except TypeError:
-                ok = False
-            if not ok:
-                raise InvalidParameterError(
-                    f"The 'classes' parameter of {owner} must be None or two distinct labels. "
-                    f"Got {self.classes!r} instead.")
+        self._check_classes_param(owner)
         s = p["intercept_scaling"] if self.fit_intercept else 0.0
         p["row_bound"] = math.hypot(p["data_norm"], s)
         return p

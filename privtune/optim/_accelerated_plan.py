@@ -83,12 +83,13 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
                step_scale: float, initial_gap: float | None, x0: Any, masg_p: int, clip: str, output: str,
                accountant: Any, random_state: Any, owner: str, noise: str = "laplace",
                delta: float | None = None, max_slope: float = 1.0, horizon: str | None = None,
-               check_only: bool = False) -> _Plan | None:
+               budget_share: float = 1.0, check_only: bool = False) -> _Plan | None:
     """The run's whole plan from public quantities (every refusal happens here, before any charge).
 
     ``check_only``: stop once every check has passed and every step's exact
     noise grid exists (returns None); skips the events and their composition,
-    which only a run needs.
+    which only a run needs. ``budget_share``: the run spends this share of the
+    budget of ``(epsilon, delta)`` (see :func:`privtune.optim.dp_accelerated`).
     """
     _choice(solver, "solver", SOLVERS, owner)
     if horizon is None:  # the function API's historical behaviour: the paper's T* for *-opt, else n_iter
@@ -108,6 +109,9 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
                 f"The 'delta' parameter of {owner} must be None or 0 with noise='laplace' (pure epsilon-DP). "
                 f"Got {delta!r} instead; use noise='gaussian' for (epsilon, delta)-DP.")
         dlt = 0.0
+    share = check_real(budget_share, "budget_share", low=0.0, high=1.0, closed="right", owner=owner)
+    if kind == "laplace":
+        eps = eps * share  # pure DP: shares of epsilon add up (basic composition)
     mu = check_real(alpha, "alpha", low=0.0, owner=owner)
     r1 = check_real(data_norm, "data_norm", low=0.0, owner=owner)
     r2 = r1 if data_norm_l2 is None else check_real(data_norm_l2, "data_norm_l2", low=0.0, owner=owner)
@@ -149,7 +153,9 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
     else:
         e0 = check_real(initial_gap, "initial_gap", low=0.0, owner=owner)
     source = check_random_state(random_state, owner=owner)
-    nm_run = gaussian_run_multiplier(eps, dlt) if kind == "gaussian" else None
+    # Gaussian: a share of the precision 1 / nm**2 (zCDP rho) of one run at (epsilon, delta); shares summing to 1
+    # compose (RDP adds) to exactly that one run.
+    nm_run = gaussian_run_multiplier(eps, dlt) / math.sqrt(share) if kind == "gaussian" else None
 
     if horizon_rule == "auto":
         if kind == "gaussian":
@@ -170,7 +176,7 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
         sched = sched.head(horizon)
     select = horizon_rule == "paper"
     if kind == "gaussian":
-        return _gaussian_plan(solver=solver, n=n, d=d, m=m, eps=eps, dlt=dlt, mu=mu, r1=r1, r2=r2,
+        return _gaussian_plan(solver=solver, n=n, d=d, m=m, eps=eps, dlt=dlt, nm=nm_run, mu=mu, r1=r1, r2=r2,
                               kappa=kappa, lossf=lossf, horizon=horizon, sched=sched, smooth=smooth, e0=e0, w0=w0,
                               clip=clip, output=output, source=source, owner=owner, select=select,
                               horizon_rule=horizon_rule, check_only=check_only)
@@ -207,7 +213,7 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
                  total_epsilon=math.fsum(step_costs), noise_scales=np.array([mech.scale for mech in mechs]))
 
 
-def _gaussian_plan(*, solver: str, n: int, d: int, m: int, eps: float, dlt: float, mu: float, r1: float,
+def _gaussian_plan(*, solver: str, n: int, d: int, m: int, eps: float, dlt: float, nm: float, mu: float, r1: float,
                    r2: float, kappa: float, lossf: MarginLoss, horizon: int, sched: Any, smooth: float, e0: float,
                    w0: np.ndarray, clip: str, output: str, source: Any, owner: str, select: bool,
                    horizon_rule: str, check_only: bool = False) -> _Plan | None:
@@ -220,9 +226,9 @@ def _gaussian_plan(*, solver: str, n: int, d: int, m: int, eps: float, dlt: floa
     (Dong, Roth & Su 2019), calibrated analytically at ``(epsilon (1 - 1e-3), delta)``;
     the precision ``1 / nm**2`` (i.e. the zCDP ``rho``) is split across steps
     uniformly, or proportionally to ``a_{T,t}**(1/2)`` for the ``*-opt`` solvers.
+    ``nm`` is that run multiplier (divided by ``sqrt(budget_share)``).
     """
     sens2 = 2.0 * kappa * r2
-    nm = gaussian_run_multiplier(eps, dlt)
     precision = 1.0 / (nm * nm)
     if solver.endswith("-opt"):
         # The exact grid sampler needs nm_t <= nm_cap (grid exponent <= 30); nm_t <= nm sqrt(T / ratio)

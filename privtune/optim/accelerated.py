@@ -259,6 +259,7 @@ def dp_accelerated(
     x0: Any = None, masg_p: int = 1, clip: str = "rows", output: str = "last",
     accountant: Accountant | None = None, random_state: Any = None, phase: str = "training",
     noise: str = "laplace", delta: float | None = None, max_slope: float = 1.0, horizon: str | None = None,
+    budget_share: float = 1.0,
 ) -> DPOptimizeResult:
     r"""Minimise a regularised margin loss with a DP (accelerated) gradient method (Laplace or Gaussian).
 
@@ -355,6 +356,16 @@ def dp_accelerated(
         ``None`` (the function's historical default): ``"paper"`` for the
         ``*-opt`` solvers and ``"max_iter"`` otherwise. The estimators default
         to ``"auto"``.
+    budget_share : float in (0, 1], default=1.0
+        The share of the budget of ``(epsilon, delta)`` this run spends, for
+        runs released together on the same rows (the one-vs-rest fits of a
+        multi-class estimator). Laplace: the run is ``epsilon *
+        budget_share``-DP. Gaussian: the run gets the share ``budget_share`` of
+        the precision ``1 / nm**2`` (the zCDP ``rho``) of one run calibrated at
+        ``(epsilon, delta)``, i.e. the multiplier ``nm / sqrt(budget_share)``;
+        ``k`` runs with shares summing to 1 compose (RDP adds) to exactly that
+        one run. The horizon rules see the run's own noise. Each run charges
+        and reports its own event.
 
     Returns
     -------
@@ -438,7 +449,8 @@ def dp_accelerated(
                 epsilon=epsilon, alpha=alpha, data_norm=data_norm, data_norm_l2=data_norm_l2, loss=loss,
                 smoothing=smoothing, n_iter=n_iter, batch_size=batch_size, step_scale=step_scale,
                 initial_gap=initial_gap, x0=x0, masg_p=masg_p, clip=clip, output=output,
-                random_state=random_state, noise=noise, delta=delta, max_slope=max_slope, horizon=horizon)
+                random_state=random_state, noise=noise, delta=delta, max_slope=max_slope, horizon=horizon,
+                budget_share=budget_share)
 
 
 _WRAPPER_DOC = """{summary}

@@ -107,8 +107,7 @@ def test_non_finite_or_huge_rows_are_mapped_into_the_domain_after_the_charge(mut
 
 
 @pytest.mark.parametrize(("mutate", "params", "match"), [
-    (lambda X, y: (X, np.where(np.arange(y.size) % 3 == 0, 2, y)), {}, "Only binary classification"),
-    (lambda X, y: (X, np.ones_like(y)), {}, "exactly two classes"),
+    (lambda X, y: (X, np.ones_like(y)), {}, "at least two classes"),
     (lambda X, y: (X, y.astype(float) + 0.5), {}, "Unknown label type"),
     (lambda X, y: (X * 10, y), {"clip": "raise"}, "exceed the declared bound"),
 ])
@@ -121,6 +120,24 @@ def test_data_dependent_refusals_happen_only_after_the_charge(mutate, params, ma
     with pytest.raises(InvalidParameterError, match=match):
         DPLogisticRegression(accountant=acc, max_iter=10, random_state=0, noise="laplace", **params).fit(X, y)
     assert len(acc.entries) == 1
+
+
+def test_line_search_refuses_more_than_two_read_classes_only_after_the_charge():
+    """The line search fits two classes; with classes=None, a third label is refused after the charge."""
+    X, y = _blobs(3, n=200)
+    y = np.where(np.arange(y.size) % 3 == 0, 2, y)
+    acc = Accountant(Budget(10.0, 1e-6), method="rdp")
+    with pytest.raises(InvalidParameterError, match="Only binary classification"):
+        DPLogisticRegression(accountant=acc, solver="line-search", random_state=0).fit(X, y)
+    assert len(acc.entries) == 1
+
+
+def test_line_search_refuses_more_than_two_declared_classes_before_the_charge():
+    X, y = _blobs(3, n=200)
+    acc = Accountant(Budget(10.0, 1e-6), method="rdp")
+    with pytest.raises(InvalidParameterError, match=r"two classes only .*; got 3 declared classes"):
+        DPLogisticRegression(accountant=acc, solver="line-search", classes=[0, 1, 2]).fit(X, y)
+    assert len(acc.entries) == 0
 
 
 def test_labels_outside_the_declared_classes_contribute_nothing():

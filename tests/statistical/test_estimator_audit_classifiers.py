@@ -39,8 +39,11 @@ Seeds. The ``k``-th fit on ``D`` uses ``random_state = SEED_D + k``, and on ``D'
 reuse the same seeds. The auditor's selection split uses ``random_state=0``. "Other seed sets" below means
 ``SEED_D, SEED_DP = 10**7 (2k + 1), 10**7 (2k + 2)`` for ``k = 1, 2, 3``.
 
-Measured wall time (2-core machine shared with other jobs): SVM audits 3.5-5.5 s each, MLP audits 12-14 s
-each, about 45 s for the file.
+Three classes. ``DPLinearSVC`` is also audited with three declared classes (three one-vs-rest runs sharing
+one fit's budget), on a pair where one row's class changes; its twin gives the runs one shared noise stream.
+
+Measured wall time (2-core machine shared with other jobs): SVM audits 3.5-5.5 s each, the three-class
+audits about 9 s each (three runs per fit, ``N = 1000``), MLP audits 12-14 s each.
 """
 
 from __future__ import annotations
@@ -276,6 +279,87 @@ def test_linear_svc_twin_without_row_clipping_is_flagged(monkeypatch):
     """
     switch_off_row_clipping(monkeypatch)
     res, claim = run_audit(linear_svc, X_LIN_D, Y_LIN_D, X_LIN_DP, Y_LIN_DP, LIN_POINT, N_LIN)
+    assert res.violation and res.epsilon_lower_bound > 2 * claim[0], str(res)
+
+
+# ============================================================================= DPLinearSVC, three classes
+MC_CLASSES = [0, 1, 2]
+N_MC = 1000  # the twin's outputs never overlap, so half the SVM audits' size resolves it
+X_MC_D = X_LIN_D.copy()  # row 0 at x = 20 (clipped to the declared bound), the other 9 rows inside it
+Y_MC_D = np.arange(LIN_N) % 3  # row 0 has class 0 ...
+X_MC_DP, Y_MC_DP = X_MC_D.copy(), Y_MC_D.copy()
+Y_MC_DP[0] = 1  # ... and class 1 in D'
+
+
+def linear_svc_3(seed):
+    return DPLinearSVC(classes=MC_CLASSES, random_state=seed)
+
+
+def run_multiclass_audit(n_samples):
+    """Audit three-class DPLinearSVC on (D, D') with the statistic ``score_1 - score_2`` at ``x = 1``."""
+    claim_fit = linear_svc_3(0).fit(X_MC_D, Y_MC_D)
+    claim = (float(claim_fit.privacy_spent_.epsilon), float(claim_fit.privacy_spent_.delta))
+    claims: list = []
+
+    def sampler(X, y, first_seed):
+        state = {"next": first_seed}
+
+        def sample(k: int) -> np.ndarray:
+            out = np.empty(k)
+            for i in range(k):
+                clf = linear_svc_3(state["next"] + i).fit(X, y)
+                claims.append((float(clf.privacy_spent_.epsilon), float(clf.privacy_spent_.delta)))
+                scores = clf.decision_function(LIN_POINT)[0]
+                out[i] = scores[1] - scores[2]
+            state["next"] += k
+            return out
+
+        return sample
+
+    res = audit_mechanism(sampler(X_MC_D, Y_MC_D, SEED_D), sampler(X_MC_DP, Y_MC_DP, SEED_DP), epsilon=claim[0],
+                          delta=claim[1], n_samples=n_samples, confidence=1 - ALPHA, random_state=0)
+    assert len(claims) == 2 * n_samples and set(claims) == {claim}, "every fit must claim the same budget"
+    return res, claim
+
+
+def shared_noise_across_runs(monkeypatch):
+    """The twin: every one-vs-rest run is seeded with the estimator's own ``random_state`` (the same noise)."""
+    monkeypatch.setattr(_logistic, "check_random_state", lambda random_state, owner=None: random_state)
+
+
+def test_multiclass_linear_svc_passes_audit():
+    """DPLinearSVC at its defaults with ``classes = [0, 1, 2]``: three one-vs-rest runs, each with a third of
+    the Gaussian precision of one fit (multiplier ``nm sqrt(3)``), which compose to the one fit's claim
+    ``(0.999, 1e-6)``, read off the fit. ``n = 10`` rows in ``d = 1``: the horizon is one step per run.
+
+    Pair. Row 0 is ``x = 20`` (20 times the declared bound; clipped) with class 0 in ``D`` and class 1 in
+    ``D'``, so runs 0 and 1 see its label flip and run 2 does not. The other rows have classes ``i mod 3``.
+    The statistic is ``score_1 - score_2`` at the clipped row ``x = 1``: run 1 moves, run 2 is the reference
+    whose noise, if it were shared with run 1's, would cancel (the twin below). On the real fit it is a
+    Gaussian shift of ``u_0 . p / (sqrt(6) nm R |p|) = 0.08`` (``u_0`` the clipped row with its intercept
+    column, ``p = (1, 0.5)``, ``R = sqrt(1.25)``, ``nm = 4.535``; noise-free computation), about a third of the
+    claim's ``mu = 0.22``. Only gross violations are resolvable at this size (module docstring).
+
+    H0: the fit is ``(0.999, 1e-6)``-DP on this pair, refuted with probability at most ``ALPHA = 1e-5``.
+    ``N = 1000`` fits per input. Measured lower bound: 0.0 (seeds 1 000 000 + k / 2 000 000 + k), and 0.0 for
+    the other three seed sets (2026-11-27).
+    """
+    res, claim = run_multiclass_audit(N_MC)
+    assert claim == (pytest.approx(0.999), 1e-6)
+    assert not res.violation, str(res)
+
+
+def test_multiclass_twin_with_shared_noise_is_flagged(monkeypatch):
+    """The twin: the three runs draw the same noise (each re-seeded with the fit's seed).
+
+    The claim is unchanged, but ``score_1 - score_2`` is then free of noise: it depends on the labels only, and
+    differs between ``D`` and ``D'`` (row 0's label flips in run 1 only). The two outputs never overlap, which
+    no ``(0.999, 1e-6)``-DP mechanism allows. Power: must be flagged at the same ``N``, seeds and ``ALPHA``.
+    Measured lower bound 3.54 (the largest ``N = 1000`` can certify for disjoint outputs), the same for the other
+    three seed sets (2026-11-27). The assertion asks for more than twice the claim.
+    """
+    shared_noise_across_runs(monkeypatch)
+    res, claim = run_multiclass_audit(N_MC)
     assert res.violation and res.epsilon_lower_bound > 2 * claim[0], str(res)
 
 

@@ -1,0 +1,244 @@
+"""More than two classes: the DP estimators' one-vs-rest fits at their defaults, beside scikit-learn and peers.
+
+Each of ``DPLogisticRegression``, ``DPLinearSVC`` and ``DPSVC`` fits one run per class (one-vs-rest), each
+with ``1 / K`` of the fit's Gaussian precision, so that a K-class fit costs exactly what a binary fit costs
+(docs/trainers.md). Data (nothing downloaded): iris (3 classes), wine (3), digits (10), a 4-class synthetic
+set of 5 000 rows and a 5-class one of 20 000 rows (``make_classification``, 20 features); rows standardised
+and scaled to unit L2 norm; 70/30 stratified split. Budgets ε ∈ {0.1, 0.3, 1, 3, 10} per fit, δ = 1e-6;
+median test accuracy over the noise seeds.
+
+Peers, measured in the same run:
+
+* non-private scikit-learn with the same C (and γ): ``LogisticRegression`` (multinomial), ``LinearSVC``
+  (one-vs-rest) and ``SVC`` (RBF, one-vs-one);
+* diffprivlib 0.6.6 ``LogisticRegression(epsilon, data_norm=1)``: one-vs-rest with ε / K per class,
+  objective perturbation, pure ε-DP. It runs in a side venv with the scikit-learn it supports (see
+  ``benchmarks/dp_trainer_peer_table.py``'s docstring: ``python3 -m venv /tmp/peer-venv`` and
+  ``/tmp/peer-venv/bin/pip install "diffprivlib==0.6.6" "scikit-learn==1.7.2"``); skipped if absent;
+* Opacus 1.6.0 DP-SGD on a linear layer with the softmax cross-entropy (a multinomial model, one clipped
+  gradient for all K outputs) at target ε/2 add/remove, i.e. replace-one (ε, (1 + e^(ε/2)) 1e-6); clip 1,
+  Poisson batches of n/10, 5 epochs, SGD lr 1, not tuned; skipped if Opacus is not installed.
+
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dp_multiclass.py [--seeds 5] [--quick]``. Writes
+``benchmarks/results/dp_multiclass.{json,md}`` (``*_quick`` with ``--quick``).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import sklearn  # noqa: E402
+from sklearn.datasets import load_digits, load_iris, load_wine, make_classification  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+from sklearn.svm import SVC, LinearSVC  # noqa: E402
+
+import privtune  # noqa: E402
+from privtune.linear_model import DPLogisticRegression  # noqa: E402
+from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "results"
+EPS = (0.1, 0.3, 1.0, 3.0, 10.0)
+DELTA = 1e-6
+DEFAULT_PEER = "/tmp/peer-venv/bin/python"
+ESTIMATORS = {"DPLogisticRegression": DPLogisticRegression, "DPLinearSVC": DPLinearSVC, "DPSVC": DPSVC}
+
+WORKER = r'''
+import json, os, sys, warnings
+import numpy as np
+warnings.simplefilter("ignore")
+import sklearn, diffprivlib
+from diffprivlib.models import LogisticRegression
+
+job = json.load(open(sys.argv[1]))
+load = lambda name: np.load(os.path.join(job["dir"], name + ".npy"))
+out = {"diffprivlib": diffprivlib.__version__, "sklearn": sklearn.__version__, "accuracy": {}}
+for i in range(job["n_datasets"]):
+    Xtr, ytr, Xte, yte = (load(f"{i}{s}") for s in ("_Xtr", "_ytr", "_Xte", "_yte"))
+    out["accuracy"][str(i)] = {repr(eps): [float(LogisticRegression(epsilon=eps, data_norm=1.0, random_state=s)
+                                                 .fit(Xtr, ytr).score(Xte, yte)) for s in job["seeds"]]
+                               for eps in job["epsilons"]}
+print(json.dumps(out))
+'''
+
+
+def datasets(quick: bool):
+    out = [("iris", *load_iris(return_X_y=True)), ("wine", *load_wine(return_X_y=True))]
+    if quick:
+        return out
+    out.append(("digits", *load_digits(return_X_y=True)))
+    X, y = make_classification(n_samples=5000, n_features=20, n_informative=8, n_classes=4, n_clusters_per_class=1,
+                               random_state=0)
+    out.append(("synthetic 5k, 4 classes", X, y))
+    X, y = make_classification(n_samples=20000, n_features=20, n_informative=8, n_classes=5,
+                               n_clusters_per_class=1, random_state=1)
+    out.append(("synthetic 20k, 5 classes", X, y))
+    return out
+
+
+def prepare(X, y):
+    X = StandardScaler().fit_transform(X)
+    X = X / np.maximum(1e-12, np.linalg.norm(X, axis=1, keepdims=True))
+    return train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+
+
+def reference(name, Xtr, ytr, Xte, yte, est) -> float:
+    if name == "DPLogisticRegression":
+        return float(LogisticRegression(C=est.C, max_iter=5000).fit(Xtr, ytr).score(Xte, yte))
+    if name == "DPLinearSVC":
+        return float(LinearSVC(C=est.C, max_iter=20000).fit(Xtr, ytr).score(Xte, yte))
+    return float(SVC(C=est.C, gamma=est.gamma).fit(Xtr, ytr).score(Xte, yte))
+
+
+def opacus_softmax(Xtr, ytr, Xte, yte, eps, seed, epochs=5, lr=1.0) -> float:
+    """Opacus DP-SGD, softmax cross-entropy on a linear layer, at (eps / 2, DELTA) add/remove."""
+    import torch
+    from opacus import PrivacyEngine
+    torch.set_num_threads(1)
+    torch.manual_seed(seed)
+    classes = np.unique(ytr)
+    target = torch.as_tensor(np.searchsorted(classes, ytr), dtype=torch.long)
+    n, d = Xtr.shape
+    ds = torch.utils.data.TensorDataset(torch.as_tensor(Xtr, dtype=torch.float32), target)
+    loader = torch.utils.data.DataLoader(ds, batch_size=max(1, n // 10), shuffle=True)
+    lin = torch.nn.Linear(d, classes.shape[0])
+    opt = torch.optim.SGD(lin.parameters(), lr=lr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        engine = PrivacyEngine(accountant="prv")
+        model, opt, loader = engine.make_private_with_epsilon(
+            module=lin, optimizer=opt, data_loader=loader, target_epsilon=eps / 2.0, target_delta=DELTA,
+            epochs=epochs, max_grad_norm=1.0)
+        for _ in range(epochs):
+            for xb, yb in loader:
+                if xb.shape[0] == 0:
+                    continue
+                opt.zero_grad()
+                torch.nn.functional.cross_entropy(model(xb), yb).backward()
+                opt.step()
+    with torch.no_grad():
+        pred = lin(torch.as_tensor(Xte, dtype=torch.float32)).argmax(dim=1).numpy()
+    return float(np.mean(classes[pred] == yte))
+
+
+def run_diffprivlib(peer, splits, seeds):
+    if not Path(peer).exists():
+        print(f"*** diffprivlib column SKIPPED: {peer} not found (see the module docstring).", flush=True)
+        return None, f"skipped: {peer} not found"
+    with tempfile.TemporaryDirectory(prefix="dp_multiclass_") as tmp:
+        for i, (Xtr, Xte, ytr, yte) in enumerate(splits):
+            for suffix, a in (("_Xtr", Xtr), ("_Xte", Xte), ("_ytr", ytr), ("_yte", yte)):
+                np.save(Path(tmp) / f"{i}{suffix}.npy", a)
+        (Path(tmp) / "worker.py").write_text(WORKER)
+        (Path(tmp) / "job.json").write_text(json.dumps({"dir": tmp, "n_datasets": len(splits),
+                                                        "epsilons": list(EPS), "seeds": list(seeds)}))
+        proc = subprocess.run([peer, str(Path(tmp) / "worker.py"), str(Path(tmp) / "job.json")],
+                              capture_output=True, text=True, env=dict(os.environ))
+    if proc.returncode != 0:
+        tail = proc.stderr.strip().splitlines()[-1:] or [str(proc.returncode)]
+        print(f"*** diffprivlib column SKIPPED: the worker failed: {tail[0]}", flush=True)
+        return None, f"skipped: worker failed ({tail[0]})"
+    return json.loads(proc.stdout.strip().splitlines()[-1]), "ok"
+
+
+def monotone(accs, n_test) -> bool:
+    slack = max(0.01, 2.0 / n_test)
+    return all(b >= a - slack for a, b in zip(accs, accs[1:], strict=False))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="iris and wine, two seeds; writes *_quick files")
+    ap.add_argument("--peer-python", default=os.environ.get("PRIVTUNE_PEER_PYTHON", DEFAULT_PEER))
+    args = ap.parse_args()
+    warnings.filterwarnings("ignore")
+    t0 = time.perf_counter()
+    seeds = range(2 if args.quick else args.seeds)
+    data = [(name, *prepare(X, y)) for name, X, y in datasets(args.quick)]
+    try:
+        import opacus
+        opacus_version = opacus.__version__
+    except ImportError as exc:
+        opacus_version = None
+        print(f"*** Opacus column SKIPPED ({exc}); install with .venv/bin/pip install opacus==1.6.0", flush=True)
+    dpl, dpl_status = run_diffprivlib(args.peer_python, [d[1:] for d in data], seeds)
+    rows = []
+    for i, (name, Xtr, Xte, ytr, yte) in enumerate(data):
+        classes = np.unique(ytr)
+        for est_name, cls in ESTIMATORS.items():
+            est = cls(classes=classes)
+            ref = reference(est_name, Xtr, ytr, Xte, yte, est)
+            accs = [float(np.median([cls(epsilon=e, classes=classes, random_state=s).fit(Xtr, ytr).score(Xte, yte)
+                                     for s in seeds])) for e in EPS]
+            row = {"dataset": name, "n_train": int(Xtr.shape[0]), "n_test": int(Xte.shape[0]),
+                   "n_classes": int(classes.shape[0]), "estimator": est_name, "reference": ref,
+                   "methods": {"privtune": accs}}
+            if est_name == "DPLogisticRegression":
+                if dpl is not None:
+                    row["methods"]["diffprivlib"] = [float(np.median(dpl["accuracy"][str(i)][repr(e)])) for e in EPS]
+                if opacus_version is not None:
+                    row["methods"]["opacus"] = [float(np.median([opacus_softmax(Xtr, ytr, Xte, yte, e, s)
+                                                                 for s in seeds])) for e in EPS]
+            row["monotone"] = {m: monotone(a, Xte.shape[0]) for m, a in row["methods"].items()}
+            rows.append(row)
+            print(f"{name:26s} {est_name:22s} ref {ref:.3f} privtune " + " ".join(f"{a:.3f}" for a in accs),
+                  flush=True)
+    meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "platform": platform.platform(),
+            "python": platform.python_version(), "privtune": privtune.__version__, "sklearn": sklearn.__version__,
+            "numpy": np.__version__, "opacus": opacus_version, "seeds": len(seeds), "epsilons": list(EPS),
+            "delta": DELTA, "seconds": round(time.perf_counter() - t0, 1),
+            "diffprivlib": None if dpl is None else dpl["diffprivlib"],
+            "diffprivlib_sklearn": None if dpl is None else dpl["sklearn"], "diffprivlib_status": dpl_status}
+    suffix = "_quick" if args.quick else ""
+    OUT.mkdir(exist_ok=True)
+    (OUT / f"dp_multiclass{suffix}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    (OUT / f"dp_multiclass{suffix}.md").write_text(markdown(meta, rows))
+    print(f"wrote {OUT / f'dp_multiclass{suffix}.md'} in {meta['seconds']} s")
+
+
+LABELS = {"privtune": "privtune (default)", "diffprivlib": "diffprivlib (pure ε, ε/K per class)",
+          "opacus": "Opacus DP-SGD softmax at ε/2"}
+
+
+def markdown(meta, rows) -> str:
+    L = ["# More than two classes: the DP estimators at their defaults (one-vs-rest)\n",
+         f"Run {meta['date']}, {meta['platform']}, {meta['seconds']} s; python {meta['python']}, privtune "
+         f"{meta['privtune']}, scikit-learn {meta['sklearn']}, numpy {meta['numpy']}, opacus "
+         f"{meta['opacus'] or 'not installed'}; diffprivlib {meta['diffprivlib'] or '-'} (scikit-learn "
+         f"{meta['diffprivlib_sklearn'] or '-'}, side venv; {meta['diffprivlib_status']}). "
+         "`OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dp_multiclass.py`.\n",
+         f"Median test accuracy over {meta['seeds']} noise seeds; rows standardised and scaled to unit L2 norm; "
+         "70/30 stratified split. privtune: each estimator at its defaults with the classes declared, "
+         "(ε, 1e-6)-DP replace-one, K one-vs-rest runs sharing the fit's budget. Reference: non-private "
+         "scikit-learn (LogisticRegression, multinomial / LinearSVC / SVC rbf; same C and γ). Monotone: "
+         "non-decreasing in ε within max(1 point, 2 test rows).\n",
+         "| dataset | n train | K | estimator | method | " + " | ".join(f"ε = {e:g}" for e in EPS)
+         + " | gap to reference at ε = 1 | monotone |",
+         "|---|---|---|---|---|" + "---|" * len(EPS) + "---|---|"]
+    for r in rows:
+        head = f"| {r['dataset']} | {r['n_train']} | {r['n_classes']} | {r['estimator']} "
+        L.append(head + "| non-private reference | " + " | ".join(f"{r['reference']:.3f}" for _ in EPS)
+                 + " | | |")
+        for m, accs in r["methods"].items():
+            gap = 100 * (r["reference"] - accs[EPS.index(1.0)])
+            L.append(head + f"| {LABELS[m]} | " + " | ".join(f"{a:.3f}" for a in accs)
+                     + f" | {gap:.1f} | {'yes' if r['monotone'][m] else 'NO'} |")
+    return "\n".join(L) + "\n"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,215 @@
+"""More than two classes: the margin classifiers fit one-vs-rest runs that together cost one fit."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from privtune.accounting import Accountant, Budget
+from privtune.accounting.accountant import compose_events
+from privtune.exceptions import InvalidParameterError
+from privtune.linear_model import DPLogisticRegression, DPNonConvexClassifier, _logistic
+from privtune.optim import dp_accelerated
+from privtune.optim.accelerated import gaussian_run_multiplier
+from privtune.svm import DPSVC, DPLinearSVC
+
+ESTIMATORS = (DPLogisticRegression, DPLinearSVC, DPSVC)
+
+
+def _three_blobs(seed: int, n: int = 1500, d: int = 4):
+    """Three well-separated classes with labels "a", "b", "c", rows of norm about 1."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, size=n)
+    centres = np.eye(d)[:3] * 0.8
+    X = centres[y] + rng.normal(size=(n, d)) * 0.1
+    return X, np.array(["a", "b", "c"])[y]
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_three_classes_learn_and_predict_one_vs_rest(cls):
+    X, y = _three_blobs(0)
+    clf = cls(epsilon=10.0, classes=["a", "b", "c"], random_state=0).fit(X, y)
+    assert list(clf.classes_) == ["a", "b", "c"]
+    assert clf.coef_.shape[0] == 3 and clf.intercept_.shape == (3,)
+    scores = clf.decision_function(X)
+    assert scores.shape == (X.shape[0], 3)
+    assert np.array_equal(clf.predict(X), clf.classes_[np.argmax(scores, axis=1)])
+    assert clf.score(X, y) > 0.9
+    assert isinstance(clf.optimize_result_, tuple) and len(clf.optimize_result_) == 3
+    assert {r.n_iter for r in clf.optimize_result_} == {clf.n_iter_}
+
+
+def test_predict_proba_is_normalised_one_vs_rest():
+    X, y = _three_blobs(1)
+    clf = DPLogisticRegression(epsilon=10.0, classes=["a", "b", "c"], random_state=0).fit(X, y)
+    proba = clf.predict_proba(X[:50])
+    assert proba.shape == (50, 3)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+    sig = 1.0 / (1.0 + np.exp(-clf.decision_function(X[:50])))
+    np.testing.assert_allclose(proba, sig / sig.sum(axis=1, keepdims=True), rtol=1e-10)
+    np.testing.assert_allclose(clf.predict_log_proba(X[:50]), np.log(proba), rtol=1e-10)
+    assert np.array_equal(clf.classes_[proba.argmax(axis=1)], clf.predict(X[:50]))
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS)
+@pytest.mark.parametrize("epsilon", [0.3, 1.0, 7.0])
+@pytest.mark.parametrize("k", [3, 10])
+def test_runs_compose_to_exactly_the_charged_gaussian(cls, epsilon, k):
+    """K runs of multiplier nm sqrt(K): the precisions of all steps sum to that of the one Gaussian charged."""
+    rng = np.random.default_rng(k)
+    X = rng.normal(size=(400, 3)) * 0.3
+    y = rng.integers(0, k, size=400)
+    acc = Accountant(Budget(epsilon, 1e-6), method="rdp")
+    clf = cls(epsilon=epsilon, classes=list(range(k)), accountant=acc, random_state=0).fit(X, y)
+    nm = gaussian_run_multiplier(epsilon, 1e-6)
+    assert len(acc.entries) == 1 and acc.entries[0].event == clf.privacy_event_
+    assert clf.privacy_event_.noise_multiplier == nm  # what one binary fit charges
+    precision = math.fsum(float(np.sum(1.0 / r.extra["noise_multipliers"] ** 2)) for r in clf.optimize_result_)
+    assert precision == pytest.approx(1.0 / nm**2, rel=1e-12)
+    for r in clf.optimize_result_:  # every run has the same share
+        assert float(np.sum(1.0 / r.extra["noise_multipliers"] ** 2)) == pytest.approx(1.0 / (k * nm**2), rel=1e-12)
+    assert clf.privacy_spent_.epsilon <= epsilon
+    assert clf.privacy_spent_.epsilon == pytest.approx(compose_events([clf.privacy_event_], delta=1e-6).epsilon,
+                                                       rel=1e-6)
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 3.3])
+@pytest.mark.parametrize("k", [3, 7])
+def test_laplace_runs_sum_to_at_most_epsilon(epsilon, k):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2)) * 0.3
+    y = rng.integers(0, k, size=300)
+    for batch_size in (None, 60):
+        clf = DPLogisticRegression(epsilon=epsilon, noise="laplace", classes=list(range(k)), batch_size=batch_size,
+                                   random_state=0).fit(X, y)
+        total = math.fsum(r.epsilon for r in clf.optimize_result_)
+        assert total <= epsilon and total == pytest.approx(epsilon, rel=1e-9)
+        assert clf.privacy_spent_.epsilon <= epsilon and clf.privacy_spent_.delta == 0.0
+        assert clf.accountant_.spent.epsilon <= epsilon
+
+
+def test_runs_draw_independent_noise_from_one_seed(monkeypatch):
+    """A seeded fit draws every run's noise from one stream: no two runs may share a noise vector (their
+    difference would then be released without noise)."""
+    seen: list = []
+    real = _logistic.dp_accelerated
+
+    def spy(U, z, **kwargs):
+        seen.append((np.array(U, dtype=np.float64), np.array(z, dtype=np.float64)))
+        return real(U, z, **kwargs)
+
+    monkeypatch.setattr(_logistic, "dp_accelerated", spy)
+    X, y = _three_blobs(2, n=300)
+    clf = DPLogisticRegression(epsilon=1.0, classes=["a", "b", "c"], random_state=5).fit(X, y)
+    assert len(seen) == 3
+    noises = []
+    for (U, z), r in zip(seen, clf.optimize_result_, strict=True):
+        assert not r.query_points[0].any()  # the first step is at w = 0: every margin 0, slope -1/2 (= -kappa)
+        exact = -0.5 * (z[:, None] * U).mean(axis=0)
+        noises.append(r.noisy_gradients[0] - exact)
+    # shared noise would make these differences vanish (up to float32 rounding); the noise's sd is about 0.03
+    assert min(np.linalg.norm(noises[i] - noises[j]) for i, j in ((0, 1), (0, 2), (1, 2))) > 1e-3
+    again = DPLogisticRegression(epsilon=1.0, classes=["a", "b", "c"], random_state=5).fit(X, y)
+    np.testing.assert_array_equal(again.coef_, clf.coef_)  # seeded: exactly reproducible
+
+
+def test_two_classes_run_once_with_the_whole_budget():
+    X, y = _three_blobs(3, n=400)
+    keep = y != "c"
+    clf = DPLogisticRegression(classes=["a", "b"], random_state=0).fit(X[keep], y[keep])
+    assert clf.coef_.shape == (1, 4) and clf.decision_function(X[:3]).shape == (3,)
+    assert not isinstance(clf.optimize_result_, tuple) and clf._declared_runs() == 1
+    nm = gaussian_run_multiplier(1.0, 1e-6)
+    precision = float(np.sum(1.0 / clf.optimize_result_.extra["noise_multipliers"] ** 2))
+    assert precision == pytest.approx(1.0 / nm**2, rel=1e-12)
+
+
+def test_labels_outside_the_declared_classes_contribute_nothing():
+    X, y = _three_blobs(4, n=600)
+    y_bad = y.astype(object)
+    y_bad[:20] = None
+    acc = Accountant(Budget(10.0, 1e-6), method="rdp")
+    clf = DPLinearSVC(epsilon=10.0, classes=["a", "b", "c"], accountant=acc, random_state=0).fit(X, y_bad)
+    assert len(acc.entries) == 1 and set(clf.predict(X)) <= {"a", "b", "c"}
+
+
+def test_labels_are_read_when_undeclared():
+    X, y = _three_blobs(5, n=600)
+    clf = DPSVC(epsilon=10.0, random_state=0).fit(X, y)
+    assert list(clf.classes_) == ["a", "b", "c"] and clf.coef_.shape[0] == 3
+
+
+@pytest.mark.parametrize("classes", [["a"], ["a", "a", "b"], [["a", "b"]], 5])
+def test_invalid_declared_classes_are_refused_before_the_charge(classes):
+    X, y = _three_blobs(6, n=100)
+    acc = Accountant(Budget(10.0, 1e-6), method="rdp")
+    with pytest.raises(InvalidParameterError, match="at least two distinct labels"):
+        DPLogisticRegression(classes=classes, accountant=acc).fit(X, y)
+    assert len(acc.entries) == 0
+
+
+def test_nonconvex_classifier_stays_binary():
+    X, y = _three_blobs(7, n=100)
+    with pytest.raises(InvalidParameterError, match="two distinct labels"):
+        DPNonConvexClassifier(classes=["a", "b", "c"]).fit(X, y)
+    assert DPNonConvexClassifier().__sklearn_tags__().classifier_tags.multi_class is False
+    assert DPLogisticRegression().__sklearn_tags__().classifier_tags.multi_class is True
+    assert DPLogisticRegression(solver="line-search").__sklearn_tags__().classifier_tags.multi_class is False
+
+
+@pytest.mark.parametrize("share", [0.0, -0.5, 1.5, float("nan"), "half"])
+def test_budget_share_is_validated(share):
+    X = np.zeros((10, 2))
+    acc = Accountant(Budget(1.0, 0.0))
+    with pytest.raises(InvalidParameterError, match="budget_share"):
+        dp_accelerated(X, np.ones(10), epsilon=1.0, alpha=0.01, data_norm=1.0, budget_share=share, accountant=acc)
+    assert len(acc.entries) == 0
+
+
+def test_the_plan_checked_before_the_charge_is_the_runs_plan(monkeypatch):
+    """``fit`` checks the plan of one of its K runs (share 1/K) before charging, for a search to do the same."""
+    shares: list = []
+    real = _logistic._make_accelerated_plan
+
+    def spy(**kw):
+        shares.append(kw["budget_share"])
+        return real(**kw)
+
+    monkeypatch.setattr(_logistic, "_make_accelerated_plan", spy)
+    X, y = _three_blobs(8, n=100)
+    DPLogisticRegression(classes=["a", "b", "c", "d"], random_state=0).fit(X, y)
+    DPLogisticRegression(classes=["a", "b", "c", "d"])._check_fit_plan(100, 4)
+    DPLogisticRegression(random_state=0).fit(X, y)  # three classes read off y: checked again once read
+    assert shares == [0.25, 0.25, 1.0, 1 / 3]
+
+
+def test_clone_and_pickle_keep_the_multiclass_model():
+    import pickle
+
+    X, y = _three_blobs(9, n=300)
+    clf = DPLinearSVC(epsilon=5.0, classes=["a", "b", "c"], random_state=0).fit(X, y)
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(again.predict(X), clf.predict(X))
+    assert clone(clf).get_params()["classes"] == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_a_training_sensitive_search_charges_k_classes_as_two(cls):
+    """Inside PrivateSearchCV(sensitive="both") a K-class candidate's fit is planned and charged as one fit."""
+    from privtune import PrivateSearchCV
+    from privtune.space import Real
+
+    X, y = _three_blobs(10, n=900)
+    spent = {}
+    for labels in (["a", "b", "c"], ["a", "b"]):
+        keep = np.isin(y, labels)
+        Xk, yk = X[keep][:500], y[keep][:500]
+        search = PrivateSearchCV(cls(classes=labels), {"C": Real(0.1, 10.0, log=True)}, epsilon=2.0, delta=1e-6,
+                                 sensitive="both", n_iter=3, validation_size=0.3, random_state=0).fit(Xk, yk)
+        spent[len(labels)] = search.privacy_spent_["training"]
+        assert list(search.best_estimator_.classes_) == labels
+        assert search.predict(Xk[:5]).shape == (5,) and set(search.predict(Xk)) <= set(labels)
+    assert spent[3] == spent[2]
