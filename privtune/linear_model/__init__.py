@@ -1,7 +1,7 @@
 """Differentially private linear models with scikit-learn's interface.
 
 - :class:`DPLogisticRegression`: logistic regression ((epsilon, delta)- or pure
-  epsilon-DP; one-vs-rest for more than two classes), trained with the accelerated methods of Kuru et al. (2022)
+  epsilon-DP; multinomial for more than two classes), trained with the accelerated methods of Kuru et al. (2022)
   (:mod:`privtune.optim.accelerated`).
 - :class:`DPChebyshevRegressor`: label-private minimax (L-infinity) regression
   with public features, on the piecewise-affine mechanisms of Han et al.

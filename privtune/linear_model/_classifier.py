@@ -2,12 +2,12 @@
 
 :class:`_LinearClassifier` encodes the (declared or read) label set for
 ``fit`` and predicts from ``decision_function``: binary classifiers get +1 / -1
-labels and a signed score of ``classes_[1]``; the classifiers that set
-``_multiclass`` also take ``K > 2`` classes, fit one model per class
-(one-vs-rest) and score each class. :class:`_SigmoidProbaMixin` turns the
-scores into probabilities. All of it is post-processing of a released model,
-except :meth:`_LinearClassifier._encode_labels`, which ``fit`` calls after
-charging its accountant.
+labels and a signed score of ``classes_[1]``; the classifiers whose
+``_multiclass()`` is true also take ``K > 2`` classes (one-vs-rest runs or one
+multinomial model) and score each class. :class:`_LogisticProbaMixin` turns a
+logistic model's scores into probabilities. All of it is post-processing of a
+released model, except :meth:`_LinearClassifier._label_index`, which ``fit``
+calls after charging its accountant.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.special import expit, logsumexp
+from scipy.special import expit, log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 
@@ -118,15 +118,15 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):
         return tags
 
 
-class _SigmoidProbaMixin:
-    """Probabilities from sigmoids of the scores: ``[1 - p, p]`` for two classes, normalised one-vs-rest for more."""
+class _LogisticProbaMixin:
+    """Probabilities of a logistic model: ``[1 - p, p]`` with ``p = sigmoid(score)`` for two classes, the softmax
+    of the scores (a multinomial model) for more."""
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities.
 
         Two classes: ``[1 - p, p]`` with ``p = sigmoid(decision_function)``.
-        More (one-vs-rest): each class's ``sigmoid(score)``, divided by their
-        sum over the classes (scikit-learn's one-vs-rest convention).
+        More (a multinomial model): the softmax of ``decision_function``.
 
         Parameters
         ----------
@@ -140,7 +140,7 @@ class _SigmoidProbaMixin:
         if d.ndim == 1:
             p = expit(d)
             return np.column_stack((1.0 - p, p))
-        return np.exp(_ovr_log_proba(d))
+        return softmax(d, axis=1)
 
     def predict_log_proba(self, X: Any) -> np.ndarray:
         """Logarithm of :meth:`predict_proba`, computed stably.
@@ -156,10 +156,4 @@ class _SigmoidProbaMixin:
         d = self.decision_function(X)
         if d.ndim == 1:
             return np.column_stack((-np.logaddexp(0.0, d), -np.logaddexp(0.0, -d)))
-        return _ovr_log_proba(d)
-
-
-def _ovr_log_proba(scores: np.ndarray) -> np.ndarray:
-    """Log of each class's ``sigmoid(score)`` normalised over the classes, computed stably."""
-    log_sig = -np.logaddexp(0.0, -scores)
-    return log_sig - logsumexp(log_sig, axis=1, keepdims=True)
+        return log_softmax(d, axis=1)

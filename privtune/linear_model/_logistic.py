@@ -21,12 +21,12 @@ from privtune.accounting.budget import Budget
 from privtune.accounting.events import EpsilonDeltaEvent, GaussianEvent, PrivacyEvent
 from privtune.base import PrivacyTags
 from privtune.exceptions import InvalidParameterError, PrivtuneError
-from privtune.linear_model._classifier import _LinearClassifier, _SigmoidProbaMixin
+from privtune.linear_model._classifier import _LinearClassifier, _LogisticProbaMixin
 from privtune.linear_model._input import _numeric_rows, _numeric_table, _public_shape
 from privtune.optim._accelerated_plan import _make_plan as _make_accelerated_plan
 from privtune.optim._line_search_loop import _check_grids as _check_line_search_grids
 from privtune.optim._line_search_loop import _make_plan as _make_line_search_plan
-from privtune.optim._losses import _FLOAT32_SHRINK, clip_rows, compact_rows
+from privtune.optim._losses import _FLOAT32_SHRINK, MULTINOMIAL, clip_rows, compact_rows
 from privtune.optim._schedules import HORIZONS, SOLVERS
 from privtune.optim.accelerated import dp_accelerated, gaussian_run_multiplier
 from privtune.optim.line_search import MarginObjective, blsgd_privacy_event, dp_blsgd
@@ -47,14 +47,17 @@ _LINE_SEARCH_PLACEHOLDER_N = 1000
 class _DPMarginClassifier(_LinearClassifier):
     """Shared ``fit`` / ``predict`` of privtune's margin classifiers (internal).
 
-    Two classes: one run of the solver. ``K > 2`` classes: one-vs-rest, K runs
-    on the same features, each with ``1 / K`` of the fit's budget (the runs
-    compose to exactly the one fit's event; see :meth:`_accelerated_kwargs`).
+    Two classes: one run of the solver. ``K > 2`` classes: one multinomial run
+    (``_multiclass_rule = "multinomial"``) or K one-vs-rest runs on the same
+    features, each with ``1 / K`` of the fit's budget (the runs compose to
+    exactly the one fit's event; see :meth:`_accelerated_kwargs`).
     Subclasses set ``_loss`` and implement :meth:`_feature_bounds`,
     :meth:`_features` and :meth:`_validate_extra`.
     """
 
     _loss = "logistic"
+    #: How more than two classes are fitted: ``"ovr"`` (one-vs-rest runs) or ``"multinomial"`` (one softmax run).
+    _multiclass_rule = "ovr"
 
     def _multiclass(self) -> bool:
         """Every solver but the line search (whose zCDP filter caps one run) fits ``K > 2`` classes."""
@@ -126,21 +129,33 @@ class _DPMarginClassifier(_LinearClassifier):
                                                                             low=0.0, owner=owner),
             "max_slope": check_real(self.max_slope, "max_slope", low=0.0, high=1.0, closed="right", owner=owner),
         }
-        if self.solver == LINE_SEARCH and self._declared_runs() > 1:
+        if self.solver == LINE_SEARCH and self._declared_classes() > 2:
             raise InvalidParameterError(
                 f"solver='line-search' of {owner} fits two classes only (its zCDP filter's cap is one run's); "
-                f"got {self._declared_runs()} declared classes. Use the default solver for more classes.")
+                f"got {self._declared_classes()} declared classes. Use the default solver for more classes.")
         self._check_classes_param(owner)
         out.update(self._validate_extra(owner))
         return out
 
-    def _declared_runs(self) -> int:
-        """Number of one-vs-rest runs a fit makes with the declared ``classes`` (1 for two or undeclared)."""
+    def _declared_classes(self) -> int:
+        """Number of declared ``classes`` (2 when undeclared or invalid: ``_check_classes_param`` refuses those)."""
         try:
-            k = 0 if self.classes is None else int(np.asarray(self.classes).shape[0])
-        except (TypeError, ValueError, IndexError):  # an invalid declaration: _check_classes_param refuses it
-            k = 0
-        return k if k > 2 else 1
+            k = 2 if self.classes is None else int(np.asarray(self.classes).shape[0])
+        except (TypeError, ValueError, IndexError):
+            k = 2
+        return max(k, 2)
+
+    def _runs(self, n_classes: int) -> tuple[int, int | None]:
+        """``(runs, K for a multinomial run or None)`` of a fit on ``n_classes`` classes (public).
+
+        Two classes: one margin run. More: one multinomial run (``_multiclass_rule
+        = "multinomial"``, the logistic model) or ``K`` one-vs-rest runs.
+        """
+        if n_classes <= 2:
+            return 1, None
+        if self._multiclass_rule == "multinomial":
+            return 1, n_classes
+        return n_classes, None
 
     # -- planning -------------------------------------------------------------------------
     def _fit_privacy_event(self) -> PrivacyEvent:
@@ -200,11 +215,13 @@ class _DPMarginClassifier(_LinearClassifier):
                         phase=type(self).__name__, **kwargs)
 
     def _accelerated_kwargs(self, params: dict[str, Any], n: int, r1: float, r2: float,
-                            n_runs: int = 1) -> dict[str, Any]:
-        """The keyword arguments of :func:`dp_accelerated` for one of ``n_runs`` runs on ``n`` rows (public)."""
+                            n_classes: int = 2) -> dict[str, Any]:
+        """The keyword arguments of :func:`dp_accelerated` for one run of a fit on ``n`` rows (public)."""
         gaussian = self.noise == "gaussian"
+        n_runs, multinomial = self._runs(n_classes)
         return dict(solver=self.solver, epsilon=params["epsilon"], alpha=1.0 / (params["C"] * n), data_norm=r1,
-                    data_norm_l2=r2, loss=self._loss, smoothing=params.get("smoothing", 1.0),
+                    data_norm_l2=r2, loss=self._loss if multinomial is None else MULTINOMIAL,
+                    n_classes=multinomial, smoothing=params.get("smoothing", 1.0),
                     n_iter=params["max_iter"], batch_size=params["batch_size"], step_scale=params["step_scale"],
                     initial_gap=params["initial_gap"], max_slope=params["max_slope"], clip="rows",
                     noise=self.noise, delta=params["delta"] if gaussian else None, horizon=self.horizon,
@@ -216,7 +233,7 @@ class _DPMarginClassifier(_LinearClassifier):
                     budget_share=1.0 / n_runs)
 
     def _public_plan(self, n: int, d: int, params: dict[str, Any], owner: str,
-                     n_runs: int | None = None) -> tuple[int, float, float]:
+                     n_classes: int | None = None) -> tuple[int, float, float]:
         """Build the solver's whole plan from public quantities, before the charge; return ``(width, R1, R2)``.
 
         ``fit`` used to charge first and plan inside the solver, so a public
@@ -225,10 +242,10 @@ class _DPMarginClassifier(_LinearClassifier):
         schedule overflows) was refused after the charge: no leak (public
         parameters only), but the fit's budget was lost. The same plan is now
         built here first, so such a fit is refused with nothing spent. The
-        plan's noise draws nothing (a fixed seed is passed to it). ``n_runs``:
-        the number of one-vs-rest runs (``None``: from the declared ``classes``).
+        plan's noise draws nothing (a fixed seed is passed to it). ``n_classes``:
+        the number of classes (``None``: from the declared ``classes``).
         """
-        n_runs = self._declared_runs() if n_runs is None else n_runs
+        n_classes = self._declared_classes() if n_classes is None else n_classes
         width, r1, r2 = self._planned_features(n, d)
         if self.fit_intercept:
             s = params["intercept_scaling"]
@@ -243,8 +260,10 @@ class _DPMarginClassifier(_LinearClassifier):
             _check_line_search_grids(_make_line_search_plan(n, ls_params, owner), width,
                                      check_random_state(0, owner=owner))
         else:
-            _make_accelerated_plan(n=n, d=width, accountant=None, owner=owner, x0=None, masg_p=1, random_state=0,
-                                   check_only=True, **self._accelerated_kwargs(params, n, r1, r2, n_runs))
+            kwargs = self._accelerated_kwargs(params, n, r1, r2, n_classes)
+            coefficients = width * (kwargs["n_classes"] or 1)
+            _make_accelerated_plan(n=n, d=coefficients, accountant=None, owner=owner, x0=None, masg_p=1,
+                                   random_state=0, check_only=True, **kwargs)
         return width, r1, r2
 
     def _check_fit_plan(self, n_samples: int, n_features: int) -> None:
@@ -266,7 +285,7 @@ class _DPMarginClassifier(_LinearClassifier):
         X : array-like of shape (n_samples, n_features)
             Training rows (sensitive).
         y : array-like of shape (n_samples,)
-            Class labels (sensitive): two classes, or more (one-vs-rest).
+            Class labels (sensitive): two classes, or more.
 
         Returns
         -------
@@ -321,9 +340,10 @@ class _DPMarginClassifier(_LinearClassifier):
         acc.spend(event, phase=owner, role="training")  # write-ahead, before any value of X or y is read
         X, y = _numeric_rows(self, X, y, owner)
         index, usable = self._label_index(y, owner)
-        n_runs = 1 if self.classes_.shape[0] == 2 else int(self.classes_.shape[0])
-        if n_runs > 1 and self.classes is None:  # the label set was read (public under classes=None's condition)
-            planned = self._public_plan(n, d, params, owner, n_runs)
+        n_classes = int(self.classes_.shape[0])
+        n_runs, multinomial = self._runs(n_classes)
+        if n_classes > 2 and self.classes is None:  # the label set was read (public under classes=None's condition)
+            planned = self._public_plan(n, d, params, owner, n_classes)
         z = np.where(usable & (index == 1), 1.0, -1.0)
         finite = np.isfinite(X)
         if not finite.all():
@@ -350,17 +370,18 @@ class _DPMarginClassifier(_LinearClassifier):
         if self.solver == LINE_SEARCH:
             res = self._fit_line_search(U, z, r2, params, event)
             results = [res]
-        elif n_runs == 1:
-            res = dp_accelerated(U, z, accountant=None, random_state=self.random_state, phase=owner,  # charged above
-                                 **self._accelerated_kwargs(params, n, r1, r2))
+        elif n_runs == 1:  # two classes (labels +1 / -1), or one multinomial run (labels: class indices)
+            labels = z if multinomial is None else np.where(usable, index, 0).astype(np.float64)
+            res = dp_accelerated(U, labels, accountant=None, random_state=self.random_state, phase=owner,
+                                 **self._accelerated_kwargs(params, n, r1, r2, n_classes))  # charged above
             results = [res]
         else:  # one-vs-rest: one run per class, each with a 1/K share of the fit's budget, one noise source
             source = check_random_state(self.random_state, owner=owner)
-            kwargs = self._accelerated_kwargs(params, n, r1, r2, n_runs)
+            kwargs = self._accelerated_kwargs(params, n, r1, r2, n_classes)
             results = [dp_accelerated(U, np.where(usable & (index != k), -1.0, 1.0), accountant=None,
                                       random_state=source, phase=owner, **kwargs)  # charged above
                        for k in range(n_runs)]
-        W = np.stack([r.x for r in results])
+        W = np.stack([r.x for r in results]) if multinomial is None else res.x.reshape(multinomial, -1)
         if self.fit_intercept:  # the model of the stored rows, for the rows predict sees (coef_scale, s_used)
             self.coef_ = W[:, :-1] * coef_scale
             self.intercept_ = W[:, -1] * s_used
@@ -537,10 +558,12 @@ _COMMON_PARAMS_DOC = """
         sensitivity ``2 kappa R``) is multiplied by ``kappa``.MAX_SLOPE_NOTE
     classes : array-like of two or more labels, or None, default=None
         Declared label set. ``None`` reads the labels from ``y`` (see Notes).
-        With more than two classes the model is one-vs-rest: one run of the
-        solver per class (that class against the others), each with ``1/K``
-        of the fit's budget, so a K-class fit costs what a binary fit costs
-        (see Notes). ``solver="line-search"`` takes two classes only.
+        With more than two classes, ``DPLogisticRegression`` fits one
+        multinomial (softmax) model, and the SVMs are one-vs-rest: one run of
+        the solver per class (that class against the others), each with
+        ``1/K`` of the fit's budget. Either way a K-class fit costs what a
+        binary fit costs (see Notes). ``solver="line-search"`` takes two
+        classes only.
     random_state : None, int or numpy.random.Generator, default=None
         ``None`` gives cryptographically secure noise; an int makes the fit
         reproducible and **not for release**.
@@ -566,11 +589,11 @@ _COMMON_ATTRS_DOC = """
     classes_ : ndarray of shape (n_classes,)
     coef_ : ndarray of shape (1, n_features_out) or (n_classes, n_features_out)
         One row for two classes (the model of ``classes_[1]``), else one
-        row per class (its one-vs-rest model).
+        row per class (its softmax weights, or its one-vs-rest model).
     intercept_ : ndarray of shape (1,) or (n_classes,)
     n_iter_ : int
-        Noisy-gradient steps run (``T*`` for the ``*-opt`` solvers), per run:
-        every one-vs-rest run has the same public plan.
+        Noisy-gradient steps run (``T*`` for the ``*-opt`` solvers), per run
+        (every one-vs-rest run has the same public plan).
     privacy_spent_ : Budget
         Privacy cost of the fit: the exact composition
         ``Budget(epsilon', delta)`` with ``epsilon (1 - 2e-3) < epsilon' <= epsilon``
@@ -581,8 +604,9 @@ _COMMON_ATTRS_DOC = """
         The accountant charged (the given one, or the estimator's own).
     optimize_result_ : DPOptimizeResult or tuple of DPOptimizeResult
         The solver's result (released iterates, noise scales, budget split);
-        with more than two classes, one per class, in the order of
-        ``classes_``.
+        for a multinomial model its ``x`` holds the ``n_classes`` weight rows
+        one after the other; for one-vs-rest runs, one result per class, in
+        the order of ``classes_``.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has string feature names."""
@@ -608,20 +632,24 @@ _PRIVACY_DOC = """
     of the (intercept-augmented) rows, ``kappa = max_slope``); or (Laplace,
     the paper's) the composition of one Laplace event per step (with sampling
     without replacement when ``batch_size < n``) whose costs sum to
-    ``epsilon``. With ``K > 2`` classes (one-vs-rest, privtune's extension)
-    the K runs read the same rows, and one row changes all of them (its label
-    is each run's +1 or -1), so they are composed: each run gets ``1/K`` of
-    the Gaussian precision (multiplier ``nm sqrt(K)``; the K runs compose
-    exactly, by RDP, to the one Gaussian of multiplier ``nm`` a binary fit
-    charges) or ``epsilon / K`` (Laplace). The charge is the same event as
-    for two classes, and ``privacy_spent_`` is the runs' exact composition.
-    The runs' noise comes from one source (one seed, one stream). With
-    ``classes=None`` the number of classes is read from ``y``, within the
-    same condition as above."""
+    ``epsilon``. With ``K > 2`` classes (privtune's extension; the paper fits
+    two), ``DPLogisticRegression`` runs the solver once on the softmax
+    cross-entropy with each row's residual ``p - e_y`` clipped to the L2 norm
+    ``c = 2 kappa sqrt((K - 1) / K)``: the per-example sensitivity is
+    ``2 c R_2`` (L2) or ``2 min(2, sqrt(K) c) R_1`` (L1), and the budget is the
+    whole fit's. The SVMs run one-vs-rest: the K runs read the same rows, and
+    one row changes all of them (its label is each run's +1 or -1), so they
+    are composed; each run gets ``1/K`` of the Gaussian precision (multiplier
+    ``nm sqrt(K)``; the K runs compose exactly, by RDP, to the one Gaussian of
+    multiplier ``nm`` a binary fit charges) or ``epsilon / K`` (Laplace), and
+    their noise comes from one source (one seed, one stream). Either way the
+    charge is the same event as for two classes and ``privacy_spent_`` is the
+    exact composition of what ran. With ``classes=None`` the number of classes
+    is read from ``y``, within the same condition as above."""
 
 
-class DPLogisticRegression(_ClippedLinearMixin, _SigmoidProbaMixin, _DPMarginClassifier):
-    __doc__ = r"""Logistic regression with differential privacy (Kuru et al. 2022 solvers); one-vs-rest for K > 2.
+class DPLogisticRegression(_ClippedLinearMixin, _LogisticProbaMixin, _DPMarginClassifier):
+    __doc__ = r"""Logistic regression with differential privacy (Kuru et al. 2022 solvers); multinomial for K > 2.
 
     (epsilon, delta)-DP by default, with exact Gaussian noise on the gradients
     (privtune's extension of the paper, at ``delta = 1e-6``), which is the more
@@ -687,6 +715,7 @@ class DPLogisticRegression(_ClippedLinearMixin, _SigmoidProbaMixin, _DPMarginCla
     """
 
     _loss = "logistic"
+    _multiclass_rule = "multinomial"
 
     def __init__(self, epsilon: float = 1.0, *, solver: str = "nag", horizon: str = "auto", C: float = 1.0,
                  data_norm: float = 1.0, data_norm_l2: float | None = None, fit_intercept: bool = True,

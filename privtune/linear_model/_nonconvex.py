@@ -20,7 +20,7 @@ from privtune.accounting.budget import Budget
 from privtune.accounting.events import EpsilonDeltaEvent, GaussianEvent, PrivacyEvent
 from privtune.base import PrivacyTags
 from privtune.exceptions import InvalidParameterError
-from privtune.linear_model._classifier import _LinearClassifier, _SigmoidProbaMixin
+from privtune.linear_model._classifier import _LinearClassifier, _LogisticProbaMixin
 from privtune.linear_model._input import _numeric_rows, _numeric_table, _public_shape
 from privtune.mechanisms.gaussian import calibrate_rdp_gaussian
 from privtune.optim._losses import clip_rows
@@ -51,7 +51,7 @@ def _arithmetic_cause(exc: BaseException) -> BaseException | None:
     return None
 
 
-class DPNonConvexClassifier(_SigmoidProbaMixin, _LinearClassifier):
+class DPNonConvexClassifier(_LogisticProbaMixin, _LinearClassifier):
     r"""Binary classifier with a non-convex loss, trained privately to a second-order point (Gao & Wright 2023).
 
     ``fit`` looks for an approximate second-order stationary point of

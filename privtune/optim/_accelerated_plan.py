@@ -28,7 +28,7 @@ from privtune.exceptions import InvalidParameterError
 from privtune.mechanisms._samplers import GRID_HEADROOM, MAX_GAUSSIAN_GRID_EXPONENT
 from privtune.mechanisms.gaussian import Gaussian, calibrate_rdp_gaussian
 from privtune.mechanisms.laplace import Laplace
-from privtune.optim._losses import MarginLoss, get_loss, l1_bound_of
+from privtune.optim._losses import MULTINOMIAL, MarginLoss, SoftmaxLoss, get_loss, l1_bound_of
 from privtune.optim._schedules import (
     HORIZONS,
     SOLVERS,
@@ -83,13 +83,15 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
                step_scale: float, initial_gap: float | None, x0: Any, masg_p: int, clip: str, output: str,
                accountant: Any, random_state: Any, owner: str, noise: str = "laplace",
                delta: float | None = None, max_slope: float = 1.0, horizon: str | None = None,
-               budget_share: float = 1.0, check_only: bool = False) -> _Plan | None:
+               budget_share: float = 1.0, n_classes: int | None = None, check_only: bool = False) -> _Plan | None:
     """The run's whole plan from public quantities (every refusal happens here, before any charge).
 
     ``check_only``: stop once every check has passed and every step's exact
     noise grid exists (returns None); skips the events and their composition,
     which only a run needs. ``budget_share``: the run spends this share of the
     budget of ``(epsilon, delta)`` (see :func:`privtune.optim.dp_accelerated`).
+    ``loss="multinomial"`` needs ``n_classes = K``; ``d`` is then the number of
+    coefficients, ``K`` times the rows' width.
     """
     _choice(solver, "solver", SOLVERS, owner)
     if horizon is None:  # the function API's historical behaviour: the paper's T* for *-opt, else n_iter
@@ -117,7 +119,22 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
     r2 = r1 if data_norm_l2 is None else check_real(data_norm_l2, "data_norm_l2", low=0.0, owner=owner)
     h = check_real(smoothing, "smoothing", low=0.0, owner=owner)
     kappa = check_real(max_slope, "max_slope", low=0.0, high=1.0, closed="right", owner=owner)
-    lossf: MarginLoss = get_loss(loss, h, owner, kappa)
+    lossf: MarginLoss | SoftmaxLoss
+    if loss == MULTINOMIAL:
+        if n_classes is None:
+            raise InvalidParameterError(f"loss='multinomial' of {owner} needs n_classes (the number of classes K).")
+        k_classes = check_integer(n_classes, "n_classes", low=2, high=2**20, owner=owner)
+        if d % k_classes:
+            raise InvalidParameterError(
+                f"{owner}: {d} coefficients are not n_classes={k_classes} rows of equal width.")
+        lossf = SoftmaxLoss(k_classes, kappa)
+        row_dim = d // k_classes
+    else:
+        if n_classes is not None:
+            raise InvalidParameterError(
+                f"The 'n_classes' parameter of {owner} is for loss='multinomial' only. Got {n_classes!r}.")
+        lossf = get_loss(loss, h, owner, kappa)
+        row_dim = d
     horizon = check_integer(n_iter, "n_iter", low=1, high=100_000, owner=owner)
     c = check_real(step_scale, "step_scale", low=0.0, high=1.0, closed="right", owner=owner)
     p = check_integer(masg_p, "masg_p", low=1, high=30, owner=owner)
@@ -142,11 +159,13 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
     if kind == "gaussian":
         # The Gaussian noise needs an L2 bound only: rows are clipped in L2 (to data_norm_l2, else
         # data_norm) and no L1 bound is imposed (the implied one, sqrt(d) R_2, never clips).
-        r1 = math.sqrt(d) * r2
+        r1 = math.sqrt(row_dim) * r2
     else:
         r2 = min(r2, r1)  # ||u||_2 <= ||u||_1 always
-    r1_eff = l1_bound_of(r1, r2, d)
-    sens = 2.0 * kappa * r1_eff  # per-example L1 sensitivity of the data-term gradient (module _losses)
+    r1_eff = l1_bound_of(r1, r2, row_dim)
+    # per-example L1 / L2 sensitivity of the data-term gradient (module _losses): 2 x coefficient bound x row bound
+    sens = 2.0 * lossf.coefficient_bound(1) * r1_eff
+    kappa = lossf.coefficient_bound(2)  # from here on: the L2 coefficient bound (max_slope for margin losses)
     smooth = lossf.curvature_bound() * r2 * r2 + mu
     if initial_gap is None:
         e0 = lossf.value_bound(r2 * float(np.linalg.norm(w0))) + 0.5 * mu * float(w0 @ w0)
@@ -161,7 +180,8 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
         if kind == "gaussian":
             ratio = 2.0 * nm_run * math.sqrt(d) / n
         else:
-            ratio = 2.0 * math.sqrt(2.0 * d) * (r1_eff / r2) / (n * eps)
+            ratio = (2.0 * math.sqrt(2.0 * d) * (r1_eff / r2) / (n * eps)
+                     * (lossf.coefficient_bound(1) / lossf.coefficient_bound(2)))
         horizon = auto_horizon(ratio, horizon, laplace=kind == "laplace", dim=d)
     sched = step_schedule(solver, horizon, c, smooth, mu, p)
     if horizon_rule == "paper" and not solver.endswith("-opt"):
@@ -213,13 +233,14 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
                  total_epsilon=math.fsum(step_costs), noise_scales=np.array([mech.scale for mech in mechs]))
 
 
-def _gaussian_plan(*, solver: str, n: int, d: int, m: int, eps: float, dlt: float, nm: float, mu: float, r1: float,
-                   r2: float, kappa: float, lossf: MarginLoss, horizon: int, sched: Any, smooth: float, e0: float,
-                   w0: np.ndarray, clip: str, output: str, source: Any, owner: str, select: bool,
-                   horizon_rule: str, check_only: bool = False) -> _Plan | None:
+def _gaussian_plan(*, solver: str, n: int, d: int, m: int, eps: float, dlt: float, nm: float, mu: float,
+                   r1: float, r2: float, kappa: float, lossf: MarginLoss | SoftmaxLoss, horizon: int, sched: Any,
+                   smooth: float, e0: float, w0: np.ndarray, clip: str, output: str, source: Any, owner: str,
+                   select: bool, horizon_rule: str, check_only: bool = False) -> _Plan | None:
     """The Gaussian (zCDP) plan -- privtune's extension, not in the paper (internal).
 
-    Per-example L2 sensitivity of the data-term gradient ``S_2 = 2 kappa R_2`` (``R_2``
+    Per-example L2 sensitivity of the data-term gradient ``S_2 = 2 kappa R_2`` (``kappa``
+    the loss's coefficient bound: ``max_slope``, or the softmax residual clip; ``R_2``
     the declared L2 row bound ``data_norm_l2``, else ``data_norm``, since
     ``||u||_2 <= ||u||_1``); the full-batch mean has L2 sensitivity ``S_2 / n``.
     The whole run is one Gaussian mechanism with ``1 / nm**2 = sum_t 1 / nm_t**2``

@@ -1,5 +1,9 @@
 r"""Margin losses of the seed-002 trainers, their public constants, and row clipping.
 
+(:class:`SoftmaxLoss`, the multinomial loss of K classes with clipped residuals, is privtune's extension for
+``DPLogisticRegression`` with more than two classes; its constants are in its own docstring. Everything below is
+about the margin losses.)
+
 Both losses are functions of the margin ``m = z u^T w`` of a row ``u`` with label
 ``z`` in {-1, +1}; the gradient of one example's data term is ``phi'(m) z u``.
 
@@ -44,14 +48,18 @@ declared. This replaces the paper's data-derived ``L`` (spec P10).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from privtune.exceptions import InvalidParameterError
 
-__all__ = ["LOSSES", "MarginLoss", "get_loss", "clip_rows", "compact_rows", "map_into_domain"]
+__all__ = ["LOSSES", "MULTINOMIAL", "MarginLoss", "SoftmaxLoss", "get_loss", "clip_rows", "compact_rows",
+           "map_into_domain", "valid_labels"]
 
 LOSSES = ("logistic", "smoothed_hinge")
+#: The softmax cross-entropy of K classes (:class:`SoftmaxLoss`; the accelerated solvers only).
+MULTINOMIAL = "multinomial"
 # Rows scaled down by clipping land this far inside the bound, so that float rounding
 # of the scaled row can never push its norm above the declared bound.
 _CLIP_SHRINK = 1.0 - 2.0**-40
@@ -166,6 +174,11 @@ class MarginLoss:
         at_knee = float(self._raw_value(np.array([knee]))[0])
         return np.where(margin >= knee, self._raw_value(np.maximum(margin, knee)),
                         at_knee + self.max_slope * (knee - margin))
+
+    def coefficient_bound(self, norm: int) -> float:
+        """Bound on one example's coefficient ``|phi_kappa'|``: ``kappa`` in either norm."""
+        del norm
+        return self.max_slope
 
     def curvature_bound(self) -> float:
         """``sup phi''``: 1/4 (logistic) or 1/h (smoothed hinge)."""
@@ -293,49 +306,176 @@ class MarginLoss:
         .. [Hig02] N. J. Higham, "Accuracy and Stability of Numerical
            Algorithms", 2nd ed., SIAM 2002, sections 3.1 and 4.2.
         """
-        # one layout whatever the caller's (a Fortran-ordered float32 array stays so until clip_rows copies it,
-        # which depends on the rows): the margins' rounding then depends on the values only
-        U = np.ascontiguousarray(U, dtype=U.dtype if U.dtype in (np.float32, np.float64) else np.float64)
-        dt = U.dtype
-        wd = w.astype(dt, copy=False)
-        zd = z.astype(dt, copy=False)
-        n, d = U.shape
-        rows = _block_rows(n, d, U.itemsize)
-        single = dt == np.float32
-        if single:  # float32 partials of the sub-blocks, in row order
-            partials = np.empty((-(-n // _SUB_ROWS), d), dtype=np.float32)
-        else:
-            parts = np.zeros((max(1, -(-n // rows)), d))
-        k = 0
-        for block, start in enumerate(range(0, n, rows)):
-            Ub, zb = U[start:start + rows], zd[start:start + rows]
+        def coefficients(Ub: np.ndarray, start: int, wd: np.ndarray) -> np.ndarray:
+            zb = z[start:start + Ub.shape[0]].astype(Ub.dtype, copy=False)
             c = self.derivative(zb * (Ub @ wd))
             c *= zb
-            if single:  # rows is a multiple of _SUB_ROWS: the sub-blocks start at multiples of it from row 0
-                count = -(-Ub.shape[0] // _SUB_ROWS)
-                _sub_block_sums(c, Ub, partials[k:k + count])
-                k += count
-            else:
-                parts[block] = c @ Ub
-        if single:  # exact conversion; float64 sums of chunks of partials, any order
-            exact = partials.astype(np.float64)
-            chunk = _chunk_partials(n, exact.shape[0])
-            ones = np.ones(chunk)
-            parts = np.array([ones[:min(chunk, exact.shape[0] - i)] @ exact[i:i + chunk]
-                              for i in range(0, exact.shape[0], chunk)]).reshape(-1, d)
-            if parts.shape[0] == 0:
-                parts = np.zeros((1, d))
-        if parts.shape[0] == 1:
-            total = parts[0]
-        else:
-            total = np.array([math.fsum(col) for col in parts.T.tolist()])
-        g = (total / n) * _GRADIENT_SHRINK
+            return c
+
+        g = _weighted_row_mean(U, w, coefficients)
         return g + alpha * w if alpha else g
 
     def objective(self, w: np.ndarray, U: np.ndarray, z: np.ndarray, alpha: float) -> float:
         """``(1/n) sum phi(z_i u_i^T w) + (alpha / 2) ||w||^2`` (evaluation only)."""
         return float(np.mean(self.value(z * (U @ w))) + 0.5 * alpha * float(w @ w))
 
+
+
+#: Softmax residuals are scaled to this share of the clip norm before their float32 rounding, so that the
+#: rounded coefficients' L2 and L1 norms stay below the clip (and 2) for any number of classes below 2**20.
+_RESIDUAL_SHRINK = 1.0 - 2.0**-20
+
+
+class SoftmaxLoss:
+    r"""The multinomial (softmax cross-entropy) loss of K classes, with per-example residual clipping (internal).
+
+    The model has one weight vector per class, ``W`` (``K x d``, flattened row
+    by row as the solvers' ``w``); a row ``u`` with class ``y`` has logits
+    ``W u``, probabilities ``p = softmax(W u)`` and the gradient
+    ``(p - e_y) u^T`` of its cross-entropy. **Residual clipping** (privtune's
+    extension, the multinomial analogue of ``max_slope``): the residual
+    ``r = p - e_y`` is scaled down to the L2 norm
+    ``c = 2 kappa sqrt((K - 1) / K)`` when it is longer. ``kappa = 1/2`` (the
+    logistic default) is the norm of ``r`` at ``W = 0`` (``p`` uniform), so
+    nothing is clipped at the start, and for ``K = 2`` it is the binary
+    logistic clip ``|phi'| <= 1/2``; ``kappa = 1`` never clips (``|r| <= sqrt(2)``).
+
+    **Sensitivity.** One example's gradient ``r u^T`` has Frobenius norm
+    ``|r| |u| <= c R_2`` and entrywise L1 norm ``|r|_1 |u|_1 <= min(2, sqrt(K) c) R_1``
+    (``|p - e_y|_1 = 2 (1 - p_y) <= 2``, and scaling down keeps it so); replacing
+    one row moves the mean by at most twice that over ``n``
+    (:meth:`coefficient_bound`). **Smoothness.** The Jacobian of the clipped
+    residual field is that of ``p`` (``diag(p) - p p^T``, operator norm at most
+    1/2) composed with a 1-Lipschitz map, so the data gradient is
+    ``R_2**2 / 2``-Lipschitz in ``W``. With clipping the field is in general not
+    the gradient of a loss; the privacy analysis does not need it to be, and the
+    solvers' step ``1 / L`` still uses that Lipschitz bound.
+    """
+
+    name = "multinomial"
+
+    def __init__(self, n_classes: int, max_slope: float = 1.0) -> None:
+        self.n_classes = int(n_classes)
+        self.max_slope = float(max_slope)
+        self.clip = 2.0 * self.max_slope * math.sqrt((self.n_classes - 1) / self.n_classes)
+
+    def coefficient_bound(self, norm: int) -> float:
+        """Bound on one example's coefficients ``r``: ``c`` in L2 (``norm=2``), ``min(2, sqrt(K) c)`` in L1."""
+        if norm == 2:
+            return self.clip
+        return min(2.0, math.sqrt(self.n_classes) * self.clip)
+
+    def curvature_bound(self) -> float:
+        """1/2: the largest eigenvalue of ``diag(p) - p p^T``."""
+        return 0.5
+
+    def value_bound(self, margin_bound: float) -> float:
+        """``sup`` of the cross-entropy over logits of absolute value at most ``margin_bound``: ``ln K + 2 mb``."""
+        return math.log(self.n_classes) + 2.0 * margin_bound
+
+    def residuals(self, logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """The clipped residuals ``r_i`` (float64) of rows with these logits and class indices, row by row."""
+        z = np.asarray(logits, dtype=np.float64)
+        z = z - z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        p /= p.sum(axis=1, keepdims=True)
+        p[np.arange(p.shape[0]), labels] -= 1.0
+        norms = np.sqrt(np.einsum("ij,ij->i", p, p))
+        target = self.clip * _RESIDUAL_SHRINK
+        scale = np.where(norms > target, target / np.maximum(norms, 1e-300), _RESIDUAL_SHRINK)
+        return p * scale[:, None]
+
+    def gradient(self, w: np.ndarray, U: np.ndarray, z: np.ndarray, alpha: float) -> np.ndarray:
+        """``(1 - 2**-13)`` times the mean of the clipped ``r_i u_i^T`` over the rows, flattened, plus ``alpha w``.
+
+        ``z`` holds each row's class index in ``0 .. K - 1`` (as floats).
+        Each row's logits (one BLAS product of the block with ``W^T``, which
+        does not mix rows), probabilities and clipped residual depend on that
+        row, its position and ``W`` only; the residuals are rounded to the
+        rows' dtype, every one inside the bounds of :meth:`coefficient_bound`
+        (they are scaled by ``1 - 2**-20`` first). The sum over rows is then the
+        margin losses' (:func:`_weighted_row_mean`), one column per class: the
+        rounding bound of :meth:`MarginLoss.gradient` holds with ``kappa'``
+        replaced by the coefficient bound, since for any set of rows
+        ``|| [sum_i |r_ik| |u_i|]_k || <= sum_i |r_i| |u_i|`` (Frobenius with L2,
+        entrywise L1 with L1).
+        """
+        K = self.n_classes
+        idx = np.asarray(z).astype(np.int64)
+
+        def coefficients(Ub: np.ndarray, start: int, wd: np.ndarray) -> np.ndarray:
+            logits = Ub @ wd.reshape(K, -1).T
+            r = self.residuals(logits, idx[start:start + Ub.shape[0]])
+            return r.astype(Ub.dtype)
+
+        g = _weighted_row_mean(U, w, coefficients, columns=K).ravel()
+        return g + alpha * w if alpha else g
+
+    def objective(self, w: np.ndarray, U: np.ndarray, z: np.ndarray, alpha: float) -> float:
+        """Mean cross-entropy (unclipped) plus ``(alpha / 2) ||w||^2`` (evaluation only)."""
+        logits = np.asarray(U, dtype=np.float64) @ np.asarray(w, dtype=np.float64).reshape(self.n_classes, -1).T
+        idx = np.asarray(z).astype(np.int64)
+        lse = np.logaddexp.reduce(logits, axis=1)
+        return float(np.mean(lse - logits[np.arange(logits.shape[0]), idx]) + 0.5 * alpha * float(w @ w))
+
+
+def _weighted_row_mean(U: np.ndarray, w: np.ndarray, coefficients: Any, columns: int = 0) -> np.ndarray:
+    """``(1 - 2**-13) / n`` times ``sum_i c_i u_i`` (or ``sum_i c_i u_i^T`` for coefficient rows ``c_i`` in R^K).
+
+    ``coefficients(U_b, start, w_b)`` returns the coefficients of the block of
+    rows ``U_b`` starting at row ``start``, in ``U_b``'s dtype: shape
+    ``(rows,)`` when ``columns == 0``, else ``(rows, columns)``; ``w_b`` is
+    ``w`` in that dtype. Each row's coefficients must depend on that row, its
+    position and ``w`` only. The summation is the one whose rounding
+    :meth:`MarginLoss.gradient` bounds (float32 sub-blocks of 32 rows fixed by
+    position, float64 chunks, ``fsum``), applied to each column; the result has
+    shape ``(d,)`` or ``(columns, d)``. Blocks are processed one at a time, so
+    the sums read the rows the coefficients have just brought into cache.
+    """
+    # one layout whatever the caller's (a Fortran-ordered float32 array stays so until clip_rows copies it,
+    # which depends on the rows): the margins' rounding then depends on the values only
+    U = np.ascontiguousarray(U, dtype=U.dtype if U.dtype in (np.float32, np.float64) else np.float64)
+    dt = U.dtype
+    wd = w.astype(dt, copy=False)
+    n, d = U.shape
+    rows = _block_rows(n, d, U.itemsize)
+    single = dt == np.float32
+    k_cols = max(columns, 1)
+    if single:  # float32 partials of the sub-blocks, in row order, per column
+        partials = np.empty((k_cols, -(-n // _SUB_ROWS), d), dtype=np.float32)
+    else:
+        parts = np.zeros((k_cols, max(1, -(-n // rows)), d))
+    k = 0
+    for block, start in enumerate(range(0, n, rows)):
+        Ub = U[start:start + rows]
+        c = coefficients(Ub, start, wd)
+        c = c.reshape(-1, 1) if not columns else c
+        count = -(-Ub.shape[0] // _SUB_ROWS)
+        for col in range(k_cols):
+            cb = np.ascontiguousarray(c[:, col])
+            if single:  # rows is a multiple of _SUB_ROWS: the sub-blocks start at multiples of it from row 0
+                _sub_block_sums(cb, Ub, partials[col, k:k + count])
+            else:
+                parts[col, block] = cb @ Ub
+        k += count
+    totals = np.empty((k_cols, d))
+    for col in range(k_cols):
+        if single:  # exact conversion; float64 sums of chunks of partials, any order
+            exact = partials[col].astype(np.float64)
+            chunk = _chunk_partials(n, exact.shape[0])
+            ones = np.ones(chunk)
+            sums = np.array([ones[:min(chunk, exact.shape[0] - i)] @ exact[i:i + chunk]
+                             for i in range(0, exact.shape[0], chunk)]).reshape(-1, d)
+            if sums.shape[0] == 0:
+                sums = np.zeros((1, d))
+        else:
+            sums = parts[col]
+        if sums.shape[0] == 1:
+            totals[col] = sums[0]
+        else:
+            totals[col] = np.array([math.fsum(v) for v in sums.T.tolist()])
+    g = (totals / n) * _GRADIENT_SHRINK
+    return g if columns else g[0]
 
 def get_loss(loss: str, smoothing: float, owner: str, max_slope: float = 1.0) -> MarginLoss:
     if loss not in LOSSES:
@@ -390,23 +530,32 @@ def _clip_factors(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str,
     return factor
 
 
-def map_into_domain(U: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def valid_labels(z: np.ndarray, n_classes: int | None = None) -> np.ndarray:
+    """Which labels the trainers take: exactly -1 or +1, or with ``n_classes`` an integer in ``0 .. K - 1``."""
+    if n_classes is None:
+        return (z == 1.0) | (z == -1.0)
+    with np.errstate(invalid="ignore"):
+        return (z >= 0.0) & (z < n_classes) & (z == np.floor(z))
+
+
+def map_into_domain(U: np.ndarray, z: np.ndarray, n_classes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Map every row into the trainers' domain instead of refusing it for its values.
 
     A non-finite entry of ``U`` becomes 0; a row whose label is not exactly
-    -1 or +1 (NaN included) becomes the zero row with label +1, so that it
-    contributes nothing to any margin-loss gradient. Each is a deterministic
-    map of one row, so replacing one row still changes one row of the mapped
-    data: the sensitivity analysis is unchanged and no refusal depends on a
-    row (DESIGN's rule 7). The caller's arrays are never modified.
+    -1 or +1 (with ``n_classes``: not a class index ``0 .. K - 1``; NaN
+    included) becomes the zero row with label +1 (class 0), so that it
+    contributes nothing to any gradient (its gradient is ``c u = 0``). Each is
+    a deterministic map of one row, so replacing one row still changes one row
+    of the mapped data: the sensitivity analysis is unchanged and no refusal
+    depends on a row (DESIGN's rule 7). The caller's arrays are never modified.
     """
-    valid = (z == 1.0) | (z == -1.0)
+    valid = valid_labels(z, n_classes)
     finite = np.isfinite(U)
     if not finite.all():
         U = np.where(finite, U, U.dtype.type(0))
     if not valid.all():
         U = np.where(valid[:, None], U, U.dtype.type(0))
-        z = np.where(valid, z, 1.0)
+        z = np.where(valid, z, 1.0 if n_classes is None else 0.0)
     return U, z
 
 

@@ -72,7 +72,7 @@ from privtune.exceptions import InvalidParameterError
 from privtune.mechanisms._batched import PredrawnNoise
 from privtune.optim._accelerated_plan import _make_plan, _Plan
 from privtune.optim._accelerated_plan import gaussian_run_multiplier as gaussian_run_multiplier  # re-exported
-from privtune.optim._losses import ClippedRows, clip_rows, map_into_domain
+from privtune.optim._losses import MULTINOMIAL, ClippedRows, clip_rows, map_into_domain, valid_labels
 from privtune.optim._result import DPOptimizeResult
 from privtune.utils._validation import entrywise_float, label_entries, public_shape
 
@@ -122,7 +122,8 @@ def _check_label_shape(y: Any, n: int, owner: str) -> None:
             f"The 'y' parameter of {owner} must be 1-D with one label per row of X ({n}); got shape {shape}.")
 
 
-def _read_data(X: Any, y: Any, n: int, d: int, owner: str) -> tuple[np.ndarray, np.ndarray]:
+def _read_data(X: Any, y: Any, n: int, d: int, owner: str,
+               n_classes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``X`` (float32 kept as is, see :func:`~privtune.optim._losses.compact_rows`) and ``y``, mapped into the domain.
 
     Values are read entry by entry when they have no numeric dtype of their
@@ -143,9 +144,9 @@ def _read_data(X: Any, y: Any, n: int, d: int, owner: str) -> tuple[np.ndarray, 
     if U.shape != (n, d) or z.shape != (n,):
         raise InvalidParameterError(f"'X' or 'y' passed to {owner} changed shape while being read.")
     if isinstance(U, ClippedRows):  # finite by construction; only the labels can need mapping
-        valid = (z == 1.0) | (z == -1.0)
-        return (U, z) if valid.all() else map_into_domain(np.asarray(U), z)
-    return map_into_domain(U, z)
+        valid = valid_labels(z, n_classes)
+        return (U, z) if valid.all() else map_into_domain(np.asarray(U), z, n_classes)
+    return map_into_domain(U, z, n_classes)
 
 
 # ----------------------------------------------------------------------------- the loop
@@ -219,13 +220,15 @@ def _run(X: Any, y: Any, *, add_noise: bool, accountant: Any, phase: str, **kw: 
     n, d = _public_shape(X, owner)
     if not isinstance(phase, str):
         raise InvalidParameterError(f"The 'phase' parameter of {owner} must be a str. Got {phase!r} instead.")
-    plan = _make_plan(n=n, d=d, accountant=accountant, owner=owner, **kw)
+    k = kw.get("n_classes")
+    multinomial = kw.get("loss") == MULTINOMIAL and isinstance(k, (int, np.integer)) and not isinstance(k, bool)
+    plan = _make_plan(n=n, d=d * int(k) if multinomial else d, accountant=accountant, owner=owner, **kw)
     y = label_entries(y)  # a list's entries each read on their own
     _check_label_shape(y, n, owner)
     if accountant is not None:
         accountant.check(plan.total)  # refuses an over-budget run before any value of X is read
         accountant.spend(plan.total, phase=phase, role="training")  # write-ahead, before any value is read
-    U, z = _read_data(X, y, n, d, owner)
+    U, z = _read_data(X, y, n, d, owner, plan.loss.n_classes if multinomial else None)
     U = np.asarray(clip_rows(U, plan.r1, plan.r2, mode=plan.clip, owner=owner))  # a plain view from here on
     return _execute(plan, U, z, noise=add_noise)
 
@@ -259,7 +262,7 @@ def dp_accelerated(
     x0: Any = None, masg_p: int = 1, clip: str = "rows", output: str = "last",
     accountant: Accountant | None = None, random_state: Any = None, phase: str = "training",
     noise: str = "laplace", delta: float | None = None, max_slope: float = 1.0, horizon: str | None = None,
-    budget_share: float = 1.0,
+    budget_share: float = 1.0, n_classes: int | None = None,
 ) -> DPOptimizeResult:
     r"""Minimise a regularised margin loss with a DP (accelerated) gradient method (Laplace or Gaussian).
 
@@ -298,7 +301,7 @@ def dp_accelerated(
         allows larger steps) and, if ``sqrt(d) R_2 < R_1``, the sensitivity;
         ``None`` uses ``R_2 = R_1``. Gaussian: the L2 bound (overrides
         ``data_norm``).
-    loss : {"logistic", "smoothed_hinge"}, default="logistic"
+    loss : {"logistic", "smoothed_hinge", "multinomial"}, default="logistic"
     smoothing : float in (0, inf), default=1.0
         Width ``h`` of the quadratic part of the smoothed hinge loss.
     n_iter : int in [1, 100000], default=100
@@ -366,6 +369,18 @@ def dp_accelerated(
         ``k`` runs with shares summing to 1 compose (RDP adds) to exactly that
         one run. The horizon rules see the run's own noise. Each run charges
         and reports its own event.
+    n_classes : int in [2, 2**20] or None, default=None
+        ``K``, required with ``loss="multinomial"`` (and only then): the
+        softmax cross-entropy of ``K`` classes (privtune's extension, not in
+        the paper). ``y`` then holds class indices ``0 .. K - 1`` (any other
+        label makes its row the zero row), the model is ``K`` weight vectors
+        and ``x`` (and every iterate) has ``K * n_features`` entries,
+        ``x.reshape(K, n_features)``. ``max_slope = kappa`` clips each row's
+        residual ``p - e_y`` to the L2 norm ``2 kappa sqrt((K - 1) / K)``
+        (nothing at the start with ``kappa = 1/2``), so the per-example
+        sensitivity is ``2`` times that times ``R_2`` (L2, Gaussian) or
+        ``2 min(2, sqrt(K) c) R_1`` (L1, Laplace); the smoothness is
+        ``R_2**2 / 2 + alpha`` (:class:`privtune.optim._losses.SoftmaxLoss`).
 
     Returns
     -------
@@ -450,7 +465,7 @@ def dp_accelerated(
                 smoothing=smoothing, n_iter=n_iter, batch_size=batch_size, step_scale=step_scale,
                 initial_gap=initial_gap, x0=x0, masg_p=masg_p, clip=clip, output=output,
                 random_state=random_state, noise=noise, delta=delta, max_slope=max_slope, horizon=horizon,
-                budget_share=budget_share)
+                budget_share=budget_share, n_classes=n_classes)
 
 
 _WRAPPER_DOC = """{summary}

@@ -1,22 +1,27 @@
-"""More than two classes: the margin classifiers fit one-vs-rest runs that together cost one fit."""
+"""More than two classes: one multinomial run (logistic regression) or one-vs-rest runs (the SVMs), costing one fit."""
 
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 import pytest
 from sklearn.base import clone
 
+from privtune import PrivateSearchCV
 from privtune.accounting import Accountant, Budget
 from privtune.accounting.accountant import compose_events
 from privtune.exceptions import InvalidParameterError
 from privtune.linear_model import DPLogisticRegression, DPNonConvexClassifier, _logistic
 from privtune.optim import dp_accelerated
 from privtune.optim.accelerated import gaussian_run_multiplier
+from privtune.space import Real
 from privtune.svm import DPSVC, DPLinearSVC
 
 ESTIMATORS = (DPLogisticRegression, DPLinearSVC, DPSVC)
+OVR = (DPLinearSVC, DPSVC)
+NM = gaussian_run_multiplier(1.0, 1e-6)
 
 
 def _three_blobs(seed: int, n: int = 1500, d: int = 4):
@@ -28,8 +33,12 @@ def _three_blobs(seed: int, n: int = 1500, d: int = 4):
     return X, np.array(["a", "b", "c"])[y]
 
 
+def _precision(result) -> float:
+    return float(np.sum(1.0 / result.extra["noise_multipliers"] ** 2))
+
+
 @pytest.mark.parametrize("cls", ESTIMATORS)
-def test_three_classes_learn_and_predict_one_vs_rest(cls):
+def test_three_classes_learn_and_predict_the_largest_score(cls):
     X, y = _three_blobs(0)
     clf = cls(epsilon=10.0, classes=["a", "b", "c"], random_state=0).fit(X, y)
     assert list(clf.classes_) == ["a", "b", "c"]
@@ -38,26 +47,47 @@ def test_three_classes_learn_and_predict_one_vs_rest(cls):
     assert scores.shape == (X.shape[0], 3)
     assert np.array_equal(clf.predict(X), clf.classes_[np.argmax(scores, axis=1)])
     assert clf.score(X, y) > 0.9
-    assert isinstance(clf.optimize_result_, tuple) and len(clf.optimize_result_) == 3
-    assert {r.n_iter for r in clf.optimize_result_} == {clf.n_iter_}
+    if cls is DPLogisticRegression:  # one multinomial run: K weight vectors in one solution
+        assert clf.optimize_result_.x.shape == (3 * (clf.coef_.shape[1] + 1),)
+    else:
+        assert isinstance(clf.optimize_result_, tuple) and len(clf.optimize_result_) == 3
+        assert {r.n_iter for r in clf.optimize_result_} == {clf.n_iter_}
 
 
-def test_predict_proba_is_normalised_one_vs_rest():
+def test_predict_proba_is_the_softmax_of_the_scores():
     X, y = _three_blobs(1)
     clf = DPLogisticRegression(epsilon=10.0, classes=["a", "b", "c"], random_state=0).fit(X, y)
     proba = clf.predict_proba(X[:50])
     assert proba.shape == (50, 3)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
-    sig = 1.0 / (1.0 + np.exp(-clf.decision_function(X[:50])))
-    np.testing.assert_allclose(proba, sig / sig.sum(axis=1, keepdims=True), rtol=1e-10)
+    e = np.exp(clf.decision_function(X[:50]))
+    np.testing.assert_allclose(proba, e / e.sum(axis=1, keepdims=True), rtol=1e-10)
     np.testing.assert_allclose(clf.predict_log_proba(X[:50]), np.log(proba), rtol=1e-10)
     assert np.array_equal(clf.classes_[proba.argmax(axis=1)], clf.predict(X[:50]))
 
 
-@pytest.mark.parametrize("cls", ESTIMATORS)
 @pytest.mark.parametrize("epsilon", [0.3, 1.0, 7.0])
 @pytest.mark.parametrize("k", [3, 10])
-def test_runs_compose_to_exactly_the_charged_gaussian(cls, epsilon, k):
+def test_multinomial_fit_is_one_run_with_the_whole_budget(epsilon, k):
+    rng = np.random.default_rng(k)
+    X = rng.normal(size=(400, 3)) * 0.3
+    y = rng.integers(0, k, size=400)
+    acc = Accountant(Budget(epsilon, 1e-6), method="rdp")
+    clf = DPLogisticRegression(epsilon=epsilon, classes=list(range(k)), accountant=acc, random_state=0).fit(X, y)
+    nm = gaussian_run_multiplier(epsilon, 1e-6)
+    assert len(acc.entries) == 1 and acc.entries[0].event == clf.privacy_event_
+    assert clf.privacy_event_.noise_multiplier == nm  # what one binary fit charges
+    assert _precision(clf.optimize_result_) == pytest.approx(1.0 / nm**2, rel=1e-12)
+    # the per-example L2 sensitivity: 2 x the residual clip 2 kappa sqrt((K - 1) / K) x the rows' bound
+    clip = 2 * 0.5 * math.sqrt((k - 1) / k)
+    assert clf.optimize_result_.sensitivity == pytest.approx(2 * clip * math.sqrt(1.25))
+    assert clf.privacy_spent_.epsilon <= epsilon
+
+
+@pytest.mark.parametrize("cls", OVR)
+@pytest.mark.parametrize("epsilon", [0.3, 1.0, 7.0])
+@pytest.mark.parametrize("k", [3, 10])
+def test_one_vs_rest_runs_compose_to_exactly_the_charged_gaussian(cls, epsilon, k):
     """K runs of multiplier nm sqrt(K): the precisions of all steps sum to that of the one Gaussian charged."""
     rng = np.random.default_rng(k)
     X = rng.normal(size=(400, 3)) * 0.3
@@ -66,11 +96,10 @@ def test_runs_compose_to_exactly_the_charged_gaussian(cls, epsilon, k):
     clf = cls(epsilon=epsilon, classes=list(range(k)), accountant=acc, random_state=0).fit(X, y)
     nm = gaussian_run_multiplier(epsilon, 1e-6)
     assert len(acc.entries) == 1 and acc.entries[0].event == clf.privacy_event_
-    assert clf.privacy_event_.noise_multiplier == nm  # what one binary fit charges
-    precision = math.fsum(float(np.sum(1.0 / r.extra["noise_multipliers"] ** 2)) for r in clf.optimize_result_)
-    assert precision == pytest.approx(1.0 / nm**2, rel=1e-12)
+    assert clf.privacy_event_.noise_multiplier == nm
+    assert math.fsum(_precision(r) for r in clf.optimize_result_) == pytest.approx(1.0 / nm**2, rel=1e-12)
     for r in clf.optimize_result_:  # every run has the same share
-        assert float(np.sum(1.0 / r.extra["noise_multipliers"] ** 2)) == pytest.approx(1.0 / (k * nm**2), rel=1e-12)
+        assert _precision(r) == pytest.approx(1.0 / (k * nm**2), rel=1e-12)
     assert clf.privacy_spent_.epsilon <= epsilon
     assert clf.privacy_spent_.epsilon == pytest.approx(compose_events([clf.privacy_event_], delta=1e-6).epsilon,
                                                        rel=1e-6)
@@ -78,20 +107,27 @@ def test_runs_compose_to_exactly_the_charged_gaussian(cls, epsilon, k):
 
 @pytest.mark.parametrize("epsilon", [0.1, 1.0, 3.3])
 @pytest.mark.parametrize("k", [3, 7])
-def test_laplace_runs_sum_to_at_most_epsilon(epsilon, k):
+def test_laplace_fits_spend_at_most_epsilon(epsilon, k):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 2)) * 0.3
     y = rng.integers(0, k, size=300)
     for batch_size in (None, 60):
-        clf = DPLogisticRegression(epsilon=epsilon, noise="laplace", classes=list(range(k)), batch_size=batch_size,
-                                   random_state=0).fit(X, y)
-        total = math.fsum(r.epsilon for r in clf.optimize_result_)
+        svm = DPLinearSVC(epsilon=epsilon, noise="laplace", classes=list(range(k)), batch_size=batch_size,
+                          random_state=0).fit(X, y)
+        total = math.fsum(r.epsilon for r in svm.optimize_result_)
         assert total <= epsilon and total == pytest.approx(epsilon, rel=1e-9)
-        assert clf.privacy_spent_.epsilon <= epsilon and clf.privacy_spent_.delta == 0.0
-        assert clf.accountant_.spent.epsilon <= epsilon
+        lr = DPLogisticRegression(epsilon=epsilon, noise="laplace", classes=list(range(k)), batch_size=batch_size,
+                                  random_state=0).fit(X, y)
+        assert lr.optimize_result_.epsilon <= epsilon
+        # L1 sensitivity: 2 min(2, sqrt(K) c) (data_norm + intercept_scaling)
+        c = 2 * 0.5 * math.sqrt((k - 1) / k)
+        assert lr.optimize_result_.sensitivity == pytest.approx(2 * min(2.0, math.sqrt(k) * c) * 1.5)
+        for clf in (svm, lr):
+            assert clf.privacy_spent_.epsilon <= epsilon and clf.privacy_spent_.delta == 0.0
+            assert clf.accountant_.spent.epsilon <= epsilon
 
 
-def test_runs_draw_independent_noise_from_one_seed(monkeypatch):
+def test_one_vs_rest_runs_draw_independent_noise_from_one_seed(monkeypatch):
     """A seeded fit draws every run's noise from one stream: no two runs may share a noise vector (their
     difference would then be released without noise)."""
     seen: list = []
@@ -103,43 +139,54 @@ def test_runs_draw_independent_noise_from_one_seed(monkeypatch):
 
     monkeypatch.setattr(_logistic, "dp_accelerated", spy)
     X, y = _three_blobs(2, n=300)
-    clf = DPLogisticRegression(epsilon=1.0, classes=["a", "b", "c"], random_state=5).fit(X, y)
+    clf = DPLinearSVC(epsilon=1.0, classes=["a", "b", "c"], random_state=5).fit(X, y)
     assert len(seen) == 3
     noises = []
     for (U, z), r in zip(seen, clf.optimize_result_, strict=True):
-        assert not r.query_points[0].any()  # the first step is at w = 0: every margin 0, slope -1/2 (= -kappa)
-        exact = -0.5 * (z[:, None] * U).mean(axis=0)
+        assert not r.query_points[0].any()  # the first step is at w = 0: every margin 0, hinge slope -1 (h = 1)
+        exact = -(z[:, None] * U).mean(axis=0)
         noises.append(r.noisy_gradients[0] - exact)
-    # shared noise would make these differences vanish (up to float32 rounding); the noise's sd is about 0.03
+    # shared noise would make these differences vanish (up to float32 rounding); the noise's sd is about 0.05
     assert min(np.linalg.norm(noises[i] - noises[j]) for i, j in ((0, 1), (0, 2), (1, 2))) > 1e-3
-    again = DPLogisticRegression(epsilon=1.0, classes=["a", "b", "c"], random_state=5).fit(X, y)
+    again = DPLinearSVC(epsilon=1.0, classes=["a", "b", "c"], random_state=5).fit(X, y)
     np.testing.assert_array_equal(again.coef_, clf.coef_)  # seeded: exactly reproducible
 
 
-def test_two_classes_run_once_with_the_whole_budget():
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_two_classes_run_once_with_the_whole_budget(cls):
     X, y = _three_blobs(3, n=400)
     keep = y != "c"
-    clf = DPLogisticRegression(classes=["a", "b"], random_state=0).fit(X[keep], y[keep])
-    assert clf.coef_.shape == (1, 4) and clf.decision_function(X[:3]).shape == (3,)
-    assert not isinstance(clf.optimize_result_, tuple) and clf._declared_runs() == 1
-    nm = gaussian_run_multiplier(1.0, 1e-6)
-    precision = float(np.sum(1.0 / clf.optimize_result_.extra["noise_multipliers"] ** 2))
-    assert precision == pytest.approx(1.0 / nm**2, rel=1e-12)
+    clf = cls(classes=["a", "b"], random_state=0).fit(X[keep], y[keep])
+    assert clf.coef_.shape[0] == 1 and clf.decision_function(X[:3]).shape == (3,)
+    assert not isinstance(clf.optimize_result_, tuple) and clf.optimize_result_.x.shape == (clf.coef_.shape[1] + 1,)
+    assert _precision(clf.optimize_result_) == pytest.approx(1.0 / NM**2, rel=1e-12)
 
 
-def test_labels_outside_the_declared_classes_contribute_nothing():
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_labels_outside_the_declared_classes_contribute_nothing(cls):
+    """Rows whose label is not a declared class are mapped to the zero row: whatever their features and labels,
+    the seeded fit is the same, bit for bit."""
     X, y = _three_blobs(4, n=600)
     y_bad = y.astype(object)
     y_bad[:20] = None
+    y_bad[20:25] = "z"
     acc = Accountant(Budget(10.0, 1e-6), method="rdp")
-    clf = DPLinearSVC(epsilon=10.0, classes=["a", "b", "c"], accountant=acc, random_state=0).fit(X, y_bad)
+    clf = cls(epsilon=10.0, classes=["a", "b", "c"], accountant=acc, random_state=0).fit(X, y_bad)
     assert len(acc.entries) == 1 and set(clf.predict(X)) <= {"a", "b", "c"}
+    X_other = X.copy()
+    X_other[:25] = 50.0  # other features on the same rows ...
+    y_other = y_bad.copy()
+    y_other[:25] = float("nan")  # ... and another kind of label outside the set
+    other = cls(epsilon=10.0, classes=["a", "b", "c"], random_state=0).fit(X_other, y_other)
+    np.testing.assert_array_equal(other.coef_, clf.coef_)
+    np.testing.assert_array_equal(other.intercept_, clf.intercept_)
 
 
 def test_labels_are_read_when_undeclared():
     X, y = _three_blobs(5, n=600)
-    clf = DPSVC(epsilon=10.0, random_state=0).fit(X, y)
-    assert list(clf.classes_) == ["a", "b", "c"] and clf.coef_.shape[0] == 3
+    for cls in ESTIMATORS:
+        clf = cls(epsilon=10.0, random_state=0).fit(X, y)
+        assert list(clf.classes_) == ["a", "b", "c"] and clf.coef_.shape[0] == 3
 
 
 @pytest.mark.parametrize("classes", [["a"], ["a", "a", "b"], [["a", "b"]], 5])
@@ -151,7 +198,7 @@ def test_invalid_declared_classes_are_refused_before_the_charge(classes):
     assert len(acc.entries) == 0
 
 
-def test_nonconvex_classifier_stays_binary():
+def test_nonconvex_classifier_and_line_search_stay_binary():
     X, y = _three_blobs(7, n=100)
     with pytest.raises(InvalidParameterError, match="two distinct labels"):
         DPNonConvexClassifier(classes=["a", "b", "c"]).fit(X, y)
@@ -170,27 +217,28 @@ def test_budget_share_is_validated(share):
 
 
 def test_the_plan_checked_before_the_charge_is_the_runs_plan(monkeypatch):
-    """``fit`` checks the plan of one of its K runs (share 1/K) before charging, for a search to do the same."""
-    shares: list = []
+    """``fit`` checks its run's plan (the multinomial run, or one of K one-vs-rest runs) before charging."""
+    seen: list = []
     real = _logistic._make_accelerated_plan
 
     def spy(**kw):
-        shares.append(kw["budget_share"])
+        seen.append((kw["d"], kw["loss"], kw["n_classes"], kw["budget_share"]))
         return real(**kw)
 
     monkeypatch.setattr(_logistic, "_make_accelerated_plan", spy)
     X, y = _three_blobs(8, n=100)
     DPLogisticRegression(classes=["a", "b", "c", "d"], random_state=0).fit(X, y)
-    DPLogisticRegression(classes=["a", "b", "c", "d"])._check_fit_plan(100, 4)
-    DPLogisticRegression(random_state=0).fit(X, y)  # three classes read off y: checked again once read
-    assert shares == [0.25, 0.25, 1.0, 1 / 3]
+    DPLinearSVC(classes=["a", "b", "c", "d"], random_state=0).fit(X, y)
+    DPLinearSVC(classes=["a", "b", "c", "d"])._check_fit_plan(100, 4)
+    DPLinearSVC(random_state=0).fit(X, y)  # three classes read off y: checked again once read
+    assert seen == [(20, "multinomial", 4, 1.0), (5, "smoothed_hinge", None, 0.25), (5, "smoothed_hinge", None, 0.25),
+                    (5, "smoothed_hinge", None, 1.0), (5, "smoothed_hinge", None, 1 / 3)]
 
 
-def test_clone_and_pickle_keep_the_multiclass_model():
-    import pickle
-
+@pytest.mark.parametrize("cls", ESTIMATORS)
+def test_clone_and_pickle_keep_the_multiclass_model(cls):
     X, y = _three_blobs(9, n=300)
-    clf = DPLinearSVC(epsilon=5.0, classes=["a", "b", "c"], random_state=0).fit(X, y)
+    clf = cls(epsilon=5.0, classes=["a", "b", "c"], random_state=0).fit(X, y)
     again = pickle.loads(pickle.dumps(clf))
     np.testing.assert_array_equal(again.predict(X), clf.predict(X))
     assert clone(clf).get_params()["classes"] == ["a", "b", "c"]
@@ -199,9 +247,6 @@ def test_clone_and_pickle_keep_the_multiclass_model():
 @pytest.mark.parametrize("cls", ESTIMATORS)
 def test_a_training_sensitive_search_charges_k_classes_as_two(cls):
     """Inside PrivateSearchCV(sensitive="both") a K-class candidate's fit is planned and charged as one fit."""
-    from privtune import PrivateSearchCV
-    from privtune.space import Real
-
     X, y = _three_blobs(10, n=900)
     spent = {}
     for labels in (["a", "b", "c"], ["a", "b"]):

@@ -41,9 +41,12 @@ reuse the same seeds. The auditor's selection split uses ``random_state=0``. "Ot
 
 Three classes. ``DPLinearSVC`` is also audited with three declared classes (three one-vs-rest runs sharing
 one fit's budget), on a pair where one row's class changes; its twin gives the runs one shared noise stream.
+``DPLogisticRegression`` with three classes (one multinomial run) is audited on the same pair; its twin skips
+the row clipping.
 
 Measured wall time (2-core machine shared with other jobs): SVM audits 3.5-5.5 s each, the three-class
-audits about 9 s each (three runs per fit, ``N = 1000``), MLP audits 12-14 s each.
+audits about 9 s each (three runs per fit at ``N = 1000``, or one multinomial run at ``N = 2000``), MLP
+audits 12-14 s each.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ import math
 import numpy as np
 import pytest
 
-from privtune.linear_model import _logistic
+from privtune.linear_model import DPLogisticRegression, _logistic
 from privtune.neural_network import DPMLPClassifier, _mlp
 from privtune.neural_network._objective import TorchObjective
 from privtune.optim import _line_search_loop, _losses
@@ -284,7 +287,8 @@ def test_linear_svc_twin_without_row_clipping_is_flagged(monkeypatch):
 
 # ============================================================================= DPLinearSVC, three classes
 MC_CLASSES = [0, 1, 2]
-N_MC = 1000  # the twin's outputs never overlap, so half the SVM audits' size resolves it
+N_MC = 1000  # the one-vs-rest twin's outputs never overlap, so half the SVM audits' size resolves it
+N_MC_LR = 2000  # the multinomial twin is a Gaussian shift of about 3: the SVM audits' size
 X_MC_D = X_LIN_D.copy()  # row 0 at x = 20 (clipped to the declared bound), the other 9 rows inside it
 Y_MC_D = np.arange(LIN_N) % 3  # row 0 has class 0 ...
 X_MC_DP, Y_MC_DP = X_MC_D.copy(), Y_MC_D.copy()
@@ -295,9 +299,15 @@ def linear_svc_3(seed):
     return DPLinearSVC(classes=MC_CLASSES, random_state=seed)
 
 
-def run_multiclass_audit(n_samples):
-    """Audit three-class DPLinearSVC on (D, D') with the statistic ``score_1 - score_2`` at ``x = 1``."""
-    claim_fit = linear_svc_3(0).fit(X_MC_D, Y_MC_D)
+def logistic_3(seed):
+    return DPLogisticRegression(classes=MC_CLASSES, random_state=seed)
+
+
+def run_multiclass_audit(n_samples, make=None, pair=(1, 2)):
+    """Audit a three-class fit (``make``, default DPLinearSVC) on (D, D') with ``score_a - score_b`` at ``x = 1``."""
+    make = linear_svc_3 if make is None else make
+    a, b = pair
+    claim_fit = make(0).fit(X_MC_D, Y_MC_D)
     claim = (float(claim_fit.privacy_spent_.epsilon), float(claim_fit.privacy_spent_.delta))
     claims: list = []
 
@@ -307,10 +317,10 @@ def run_multiclass_audit(n_samples):
         def sample(k: int) -> np.ndarray:
             out = np.empty(k)
             for i in range(k):
-                clf = linear_svc_3(state["next"] + i).fit(X, y)
+                clf = make(state["next"] + i).fit(X, y)
                 claims.append((float(clf.privacy_spent_.epsilon), float(clf.privacy_spent_.delta)))
                 scores = clf.decision_function(LIN_POINT)[0]
-                out[i] = scores[1] - scores[2]
+                out[i] = scores[a] - scores[b]
             state["next"] += k
             return out
 
@@ -360,6 +370,54 @@ def test_multiclass_twin_with_shared_noise_is_flagged(monkeypatch):
     """
     shared_noise_across_runs(monkeypatch)
     res, claim = run_multiclass_audit(N_MC)
+    assert res.violation and res.epsilon_lower_bound > 2 * claim[0], str(res)
+
+
+def test_multinomial_logistic_pair_attains_its_sensitivity(monkeypatch):
+    """The three-class DPLogisticRegression fit is one multinomial run (residual clip ``c = sqrt(2/3)``, the
+    residual's norm at ``W = 0``): row 0 reaches the trainer clipped to the declared bound, with class index 0
+    in ``D`` and 1 in ``D'``. At ``W = 0`` its residuals are ``(-2/3, 1/3, 1/3)`` and ``(1/3, -2/3, 1/3)``."""
+    seen = spy_on_trainer_inputs(monkeypatch)
+    bound = math.hypot(1.0, INTERCEPT_SCALING)
+    for y, label in ((Y_MC_D, 0.0), (Y_MC_DP, 1.0)):
+        clf = logistic_3(0).fit(X_MC_D, y)
+        res = clf.optimize_result_
+        assert clf.n_iter_ == 1 and res.x.shape == (6,)  # one step, three classes x (feature, intercept)
+        assert res.sensitivity == pytest.approx(2 * math.sqrt(2 / 3) * bound)
+        U, z = seen[-1]
+        assert z[0] == label and np.array_equal(z[1:], Y_MC_D[1:].astype(float))
+        assert bound * (1 - 1e-4) < np.linalg.norm(U[0]) <= bound
+
+
+def test_multinomial_logistic_passes_audit():
+    """DPLogisticRegression at its defaults with ``classes = [0, 1, 2]``: one multinomial run (softmax
+    cross-entropy, residuals clipped to ``2 kappa sqrt(2/3)`` with ``kappa = 1/2``), the whole budget, claim
+    ``(0.999, 1e-6)`` read off the fit; ``n = 10`` rows, one step.
+
+    Pair: the three-class pair above (row 0 at ``x = 20``, class 0 in ``D`` and 1 in ``D'``). Statistic:
+    ``score_0 - score_1`` at ``x = 1``. At ``W = 0`` row 0's residual moves by ``(1, -1, 0)``, so the statistic
+    is a Gaussian shift of ``2 u_0 . p / (sqrt(2) nm 2 c R |p|) = 0.17`` (``c = sqrt(2/3)``; noise-free
+    computation), below the claim's ``mu = 0.22``.
+
+    H0: ``(0.999, 1e-6)``-DP on this pair, refuted with probability at most ``ALPHA``; ``N = 2000`` fits per
+    input (one fit is one run, about 2 ms). Measured lower bound: 0.0 at this file's seeds and at the other three
+    seed sets (2026-11-27).
+    """
+    res, claim = run_multiclass_audit(N_MC_LR, make=logistic_3, pair=(0, 1))
+    assert claim == (pytest.approx(0.999), 1e-6)
+    assert not res.violation, str(res)
+
+
+def test_multinomial_logistic_twin_without_row_clipping_is_flagged(monkeypatch):
+    """The twin stores row 0 unclipped, ``(20, 0.5)``, still marked as clipped (``switch_off_row_clipping``).
+
+    Along the statistic the two means then differ about 18 times more than the declared sensitivity allows: a
+    Gaussian shift of about 3. Power: must be flagged at the same ``N = 2000``, seeds and ``ALPHA``. Measured
+    lower bound 3.60, and 3.27-3.67 over the other three seed sets (2026-11-27; 2.25-2.72 with ``N = 1000``).
+    The assertion asks for more than twice the claim.
+    """
+    switch_off_row_clipping(monkeypatch)
+    res, claim = run_multiclass_audit(N_MC_LR, make=logistic_3, pair=(0, 1))
     assert res.violation and res.epsilon_lower_bound > 2 * claim[0], str(res)
 
 
