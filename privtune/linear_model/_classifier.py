@@ -3,8 +3,8 @@
 :class:`_LinearClassifier` encodes the (declared or read) label set for
 ``fit`` and predicts from ``decision_function``: binary classifiers get +1 / -1
 labels and a signed score of ``classes_[1]``; the classifiers whose
-``_multiclass()`` is true also take ``K > 2`` classes (one-vs-rest runs or one
-multinomial model) and score each class. :class:`_LogisticProbaMixin` turns a
+``_multiclass()`` is true also take ``K > 2`` classes (one weight vector per
+class) and score each class. :class:`_LogisticProbaMixin` turns a
 logistic model's scores into probabilities. All of it is post-processing of a
 released model, except :meth:`_LinearClassifier._label_index`, which ``fit``
 calls after charging its accountant.

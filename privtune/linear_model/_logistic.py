@@ -26,7 +26,7 @@ from privtune.linear_model._input import _numeric_rows, _numeric_table, _public_
 from privtune.optim._accelerated_plan import _make_plan as _make_accelerated_plan
 from privtune.optim._line_search_loop import _check_grids as _check_line_search_grids
 from privtune.optim._line_search_loop import _make_plan as _make_line_search_plan
-from privtune.optim._losses import _FLOAT32_SHRINK, MULTINOMIAL, clip_rows, compact_rows
+from privtune.optim._losses import _FLOAT32_SHRINK, MULTICLASS_HINGE, MULTINOMIAL, clip_rows, compact_rows
 from privtune.optim._schedules import HORIZONS, SOLVERS
 from privtune.optim.accelerated import dp_accelerated, gaussian_run_multiplier
 from privtune.optim.line_search import MarginObjective, blsgd_privacy_event, dp_blsgd
@@ -42,22 +42,23 @@ _NOISES = ("gaussian", "laplace")
 LINE_SEARCH = "line-search"
 ESTIMATOR_SOLVERS = (*SOLVERS, LINE_SEARCH)
 _LINE_SEARCH_PLACEHOLDER_N = 1000
+#: The K-class counterpart of each margin loss: one weight vector per class, one run with the fit's budget.
+_MULTICLASS_LOSS = {"logistic": MULTINOMIAL, "smoothed_hinge": MULTICLASS_HINGE}
 
 
 class _DPMarginClassifier(_LinearClassifier):
     """Shared ``fit`` / ``predict`` of privtune's margin classifiers (internal).
 
-    Two classes: one run of the solver. ``K > 2`` classes: one multinomial run
-    (``_multiclass_rule = "multinomial"``) or K one-vs-rest runs on the same
-    features, each with ``1 / K`` of the fit's budget (the runs compose to
-    exactly the one fit's event; see :meth:`_accelerated_kwargs`).
+    Two classes: one run of the solver on the margin loss ``_loss``. ``K > 2``
+    classes: one run on its K-class counterpart (:data:`_MULTICLASS_LOSS`: the
+    softmax cross-entropy for the logistic loss, Crammer & Singer's hinge
+    smoothed by a softmax for the smoothed hinge), one weight vector per class,
+    with the fit's whole budget.
     Subclasses set ``_loss`` and implement :meth:`_feature_bounds`,
     :meth:`_features` and :meth:`_validate_extra`.
     """
 
     _loss = "logistic"
-    #: How more than two classes are fitted: ``"ovr"`` (one-vs-rest runs) or ``"multinomial"`` (one softmax run).
-    _multiclass_rule = "ovr"
 
     def _multiclass(self) -> bool:
         """Every solver but the line search (whose zCDP filter caps one run) fits ``K > 2`` classes."""
@@ -145,17 +146,6 @@ class _DPMarginClassifier(_LinearClassifier):
             k = 2
         return max(k, 2)
 
-    def _runs(self, n_classes: int) -> tuple[int, int | None]:
-        """``(runs, K for a multinomial run or None)`` of a fit on ``n_classes`` classes (public).
-
-        Two classes: one margin run. More: one multinomial run (``_multiclass_rule
-        = "multinomial"``, the logistic model) or ``K`` one-vs-rest runs.
-        """
-        if n_classes <= 2:
-            return 1, None
-        if self._multiclass_rule == "multinomial":
-            return 1, n_classes
-        return n_classes, None
 
     # -- planning -------------------------------------------------------------------------
     def _fit_privacy_event(self) -> PrivacyEvent:
@@ -216,21 +206,16 @@ class _DPMarginClassifier(_LinearClassifier):
 
     def _accelerated_kwargs(self, params: dict[str, Any], n: int, r1: float, r2: float,
                             n_classes: int = 2) -> dict[str, Any]:
-        """The keyword arguments of :func:`dp_accelerated` for one run of a fit on ``n`` rows (public)."""
+        """The keyword arguments of :func:`dp_accelerated` for a fit on ``n`` rows of ``n_classes`` (public)."""
         gaussian = self.noise == "gaussian"
-        n_runs, multinomial = self._runs(n_classes)
+        multiclass = n_classes > 2
         return dict(solver=self.solver, epsilon=params["epsilon"], alpha=1.0 / (params["C"] * n), data_norm=r1,
-                    data_norm_l2=r2, loss=self._loss if multinomial is None else MULTINOMIAL,
-                    n_classes=multinomial, smoothing=params.get("smoothing", 1.0),
+                    data_norm_l2=r2, loss=_MULTICLASS_LOSS[self._loss] if multiclass else self._loss,
+                    n_classes=n_classes if multiclass else None, smoothing=params.get("smoothing", 1.0),
                     n_iter=params["max_iter"], batch_size=params["batch_size"], step_scale=params["step_scale"],
                     initial_gap=params["initial_gap"], max_slope=params["max_slope"], clip="rows",
                     noise=self.noise, delta=params["delta"] if gaussian else None, horizon=self.horizon,
-                    output="last" if self.horizon == "paper" else "tail_average",
-                    # One-vs-rest: the K runs see the same rows and one row changes every run (its label is each
-                    # run's +1 or -1), so they compose. With 1/K of the budget each, K Gaussian runs of multiplier
-                    # nm sqrt(K) compose exactly (RDP adds) to the one run of multiplier nm that a fit charges, and
-                    # K Laplace runs of epsilon / K sum to epsilon.
-                    budget_share=1.0 / n_runs)
+                    output="last" if self.horizon == "paper" else "tail_average")
 
     def _public_plan(self, n: int, d: int, params: dict[str, Any], owner: str,
                      n_classes: int | None = None) -> tuple[int, float, float]:
@@ -261,7 +246,7 @@ class _DPMarginClassifier(_LinearClassifier):
                                      check_random_state(0, owner=owner))
         else:
             kwargs = self._accelerated_kwargs(params, n, r1, r2, n_classes)
-            coefficients = width * (kwargs["n_classes"] or 1)
+            coefficients = width * (kwargs["n_classes"] or 1)  # one weight vector per class beyond two
             _make_accelerated_plan(n=n, d=coefficients, accountant=None, owner=owner, x0=None, masg_p=1,
                                    random_state=0, check_only=True, **kwargs)
         return width, r1, r2
@@ -341,7 +326,6 @@ class _DPMarginClassifier(_LinearClassifier):
         X, y = _numeric_rows(self, X, y, owner)
         index, usable = self._label_index(y, owner)
         n_classes = int(self.classes_.shape[0])
-        n_runs, multinomial = self._runs(n_classes)
         if n_classes > 2 and self.classes is None:  # the label set was read (public under classes=None's condition)
             planned = self._public_plan(n, d, params, owner, n_classes)
         z = np.where(usable & (index == 1), 1.0, -1.0)
@@ -369,36 +353,23 @@ class _DPMarginClassifier(_LinearClassifier):
             z = np.where(usable, z, 1.0)
         if self.solver == LINE_SEARCH:
             res = self._fit_line_search(U, z, r2, params, event)
-            results = [res]
-        elif n_runs == 1:  # two classes (labels +1 / -1), or one multinomial run (labels: class indices)
-            labels = z if multinomial is None else np.where(usable, index, 0).astype(np.float64)
+        else:  # two classes: labels +1 / -1; more: class indices, one weight vector per class
+            labels = z if n_classes == 2 else np.where(usable, index, 0).astype(np.float64)
             res = dp_accelerated(U, labels, accountant=None, random_state=self.random_state, phase=owner,
                                  **self._accelerated_kwargs(params, n, r1, r2, n_classes))  # charged above
-            results = [res]
-        else:  # one-vs-rest: one run per class, each with a 1/K share of the fit's budget, one noise source
-            source = check_random_state(self.random_state, owner=owner)
-            kwargs = self._accelerated_kwargs(params, n, r1, r2, n_classes)
-            results = [dp_accelerated(U, np.where(usable & (index != k), -1.0, 1.0), accountant=None,
-                                      random_state=source, phase=owner, **kwargs)  # charged above
-                       for k in range(n_runs)]
-        W = np.stack([r.x for r in results]) if multinomial is None else res.x.reshape(multinomial, -1)
+        W = res.x.reshape(1 if n_classes == 2 else n_classes, -1)
         if self.fit_intercept:  # the model of the stored rows, for the rows predict sees (coef_scale, s_used)
             self.coef_ = W[:, :-1] * coef_scale
             self.intercept_ = W[:, -1] * s_used
         else:
             self.coef_ = W * coef_scale
             self.intercept_ = np.zeros(W.shape[0])
-        self.n_iter_ = results[0].n_iter  # the same public plan for every run
-        if self.solver == LINE_SEARCH:
-            self.privacy_spent_ = compose_events([event], delta=params["delta"])
-        elif n_runs == 1:
-            self.privacy_spent_ = Budget(res.epsilon, res.delta)
-        else:
-            self.privacy_spent_ = compose_events([r.privacy_event for r in results], delta=results[0].delta,
-                                                 method="rdp" if self.noise == "gaussian" else "auto")
+        self.n_iter_ = res.n_iter
+        self.privacy_spent_ = (Budget(res.epsilon, res.delta) if self.solver != LINE_SEARCH
+                               else compose_events([event], delta=params["delta"]))
         self.privacy_event_ = event
         self.accountant_ = acc
-        self.optimize_result_ = res if n_runs == 1 else tuple(results)
+        self.optimize_result_ = res
         return self
 
     def _compact_features(self, X: np.ndarray, intercept: float) -> tuple[np.ndarray, float]:
@@ -424,7 +395,8 @@ class _DPMarginClassifier(_LinearClassifier):
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
             Two classes: the signed score of ``classes_[1]``. More: each
-            class's one-vs-rest score (``predict`` takes the largest).
+            class's score ``coef_[k] . x + intercept_[k]`` (``predict`` takes
+            the largest).
         """
         check_is_fitted(self, "coef_")
         X = _numeric_table(self, X, type(self).__name__, reset=False)
@@ -558,11 +530,11 @@ _COMMON_PARAMS_DOC = """
         sensitivity ``2 kappa R``) is multiplied by ``kappa``.MAX_SLOPE_NOTE
     classes : array-like of two or more labels, or None, default=None
         Declared label set. ``None`` reads the labels from ``y`` (see Notes).
-        With more than two classes, ``DPLogisticRegression`` fits one
-        multinomial (softmax) model, and the SVMs are one-vs-rest: one run of
-        the solver per class (that class against the others), each with
-        ``1/K`` of the fit's budget. Either way a K-class fit costs what a
-        binary fit costs (see Notes). ``solver="line-search"`` takes two
+        With more than two classes the model has one weight vector per class,
+        fitted jointly by one run with the fit's whole budget (a multinomial
+        model for ``DPLogisticRegression``, Crammer & Singer's multiclass
+        hinge smoothed by a softmax for the SVMs), so a K-class fit costs what
+        a binary fit costs (see Notes). ``solver="line-search"`` takes two
         classes only.
     random_state : None, int or numpy.random.Generator, default=None
         ``None`` gives cryptographically secure noise; an int makes the fit
@@ -589,11 +561,10 @@ _COMMON_ATTRS_DOC = """
     classes_ : ndarray of shape (n_classes,)
     coef_ : ndarray of shape (1, n_features_out) or (n_classes, n_features_out)
         One row for two classes (the model of ``classes_[1]``), else one
-        row per class (its softmax weights, or its one-vs-rest model).
+        weight row per class.
     intercept_ : ndarray of shape (1,) or (n_classes,)
     n_iter_ : int
-        Noisy-gradient steps run (``T*`` for the ``*-opt`` solvers), per run
-        (every one-vs-rest run has the same public plan).
+        Noisy-gradient steps run (``T*`` for the ``*-opt`` solvers).
     privacy_spent_ : Budget
         Privacy cost of the fit: the exact composition
         ``Budget(epsilon', delta)`` with ``epsilon (1 - 2e-3) < epsilon' <= epsilon``
@@ -602,11 +573,10 @@ _COMMON_ATTRS_DOC = """
         The composed event charged.
     accountant_ : Accountant
         The accountant charged (the given one, or the estimator's own).
-    optimize_result_ : DPOptimizeResult or tuple of DPOptimizeResult
+    optimize_result_ : DPOptimizeResult
         The solver's result (released iterates, noise scales, budget split);
-        for a multinomial model its ``x`` holds the ``n_classes`` weight rows
-        one after the other; for one-vs-rest runs, one result per class, in
-        the order of ``classes_``.
+        with more than two classes its ``x`` holds the ``n_classes`` weight
+        rows (intercept last in each) one after the other.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` has string feature names."""
@@ -633,18 +603,15 @@ _PRIVACY_DOC = """
     the paper's) the composition of one Laplace event per step (with sampling
     without replacement when ``batch_size < n``) whose costs sum to
     ``epsilon``. With ``K > 2`` classes (privtune's extension; the paper fits
-    two), ``DPLogisticRegression`` runs the solver once on the softmax
-    cross-entropy with each row's residual ``p - e_y`` clipped to the L2 norm
-    ``c = 2 kappa sqrt((K - 1) / K)``: the per-example sensitivity is
-    ``2 c R_2`` (L2) or ``2 min(2, sqrt(K) c) R_1`` (L1), and the budget is the
-    whole fit's. The SVMs run one-vs-rest: the K runs read the same rows, and
-    one row changes all of them (its label is each run's +1 or -1), so they
-    are composed; each run gets ``1/K`` of the Gaussian precision (multiplier
-    ``nm sqrt(K)``; the K runs compose exactly, by RDP, to the one Gaussian of
-    multiplier ``nm`` a binary fit charges) or ``epsilon / K`` (Laplace), and
-    their noise comes from one source (one seed, one stream). Either way the
-    charge is the same event as for two classes and ``privacy_spent_`` is the
-    exact composition of what ran. With ``classes=None`` the number of classes
+    two) the solver runs once, with the fit's whole budget, on one weight
+    vector per class and a loss whose per-example gradient is ``r u^T`` with
+    ``r = p - e_y`` (``p`` a softmax: of the scores for the multinomial
+    logistic model, of the scores plus the margin 1 outside the row's class,
+    over ``smoothing``, for the SVMs' smoothed multiclass hinge), each row's
+    ``r`` clipped to the L2 norm ``c = min(2 kappa sqrt((K - 1) / K), sqrt(2))``:
+    the per-example sensitivity is ``2 c R_2`` (L2) or
+    ``2 min(2, sqrt(K) c) R_1`` (L1), whatever K, and the event charged is
+    the same as for two classes. With ``classes=None`` the number of classes
     is read from ``y``, within the same condition as above."""
 
 
@@ -715,7 +682,6 @@ class DPLogisticRegression(_ClippedLinearMixin, _LogisticProbaMixin, _DPMarginCl
     """
 
     _loss = "logistic"
-    _multiclass_rule = "multinomial"
 
     def __init__(self, epsilon: float = 1.0, *, solver: str = "nag", horizon: str = "auto", C: float = 1.0,
                  data_norm: float = 1.0, data_norm_l2: float | None = None, fit_intercept: bool = True,

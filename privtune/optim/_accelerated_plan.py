@@ -28,7 +28,14 @@ from privtune.exceptions import InvalidParameterError
 from privtune.mechanisms._samplers import GRID_HEADROOM, MAX_GAUSSIAN_GRID_EXPONENT
 from privtune.mechanisms.gaussian import Gaussian, calibrate_rdp_gaussian
 from privtune.mechanisms.laplace import Laplace
-from privtune.optim._losses import MULTINOMIAL, MarginLoss, SoftmaxLoss, get_loss, l1_bound_of
+from privtune.optim._losses import (
+    MULTICLASS_HINGE,
+    MULTICLASS_LOSSES,
+    MarginLoss,
+    SoftmaxLoss,
+    get_loss,
+    l1_bound_of,
+)
 from privtune.optim._schedules import (
     HORIZONS,
     SOLVERS,
@@ -120,19 +127,21 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
     h = check_real(smoothing, "smoothing", low=0.0, owner=owner)
     kappa = check_real(max_slope, "max_slope", low=0.0, high=1.0, closed="right", owner=owner)
     lossf: MarginLoss | SoftmaxLoss
-    if loss == MULTINOMIAL:
+    if loss in MULTICLASS_LOSSES:
         if n_classes is None:
-            raise InvalidParameterError(f"loss='multinomial' of {owner} needs n_classes (the number of classes K).")
+            raise InvalidParameterError(f"loss={loss!r} of {owner} needs n_classes (the number of classes K).")
         k_classes = check_integer(n_classes, "n_classes", low=2, high=2**20, owner=owner)
         if d % k_classes:
             raise InvalidParameterError(
                 f"{owner}: {d} coefficients are not n_classes={k_classes} rows of equal width.")
-        lossf = SoftmaxLoss(k_classes, kappa)
+        hinge = loss == MULTICLASS_HINGE
+        lossf = SoftmaxLoss(k_classes, kappa, margin=1.0 if hinge else 0.0, smoothing=h if hinge else 1.0)
         row_dim = d // k_classes
     else:
         if n_classes is not None:
             raise InvalidParameterError(
-                f"The 'n_classes' parameter of {owner} is for loss='multinomial' only. Got {n_classes!r}.")
+                f"The 'n_classes' parameter of {owner} is for the losses {list(MULTICLASS_LOSSES)} only. "
+                f"Got {n_classes!r}.")
         lossf = get_loss(loss, h, owner, kappa)
         row_dim = d
     horizon = check_integer(n_iter, "n_iter", low=1, high=100_000, owner=owner)

@@ -54,12 +54,16 @@ import numpy as np
 
 from privtune.exceptions import InvalidParameterError
 
-__all__ = ["LOSSES", "MULTINOMIAL", "MarginLoss", "SoftmaxLoss", "get_loss", "clip_rows", "compact_rows",
-           "map_into_domain", "valid_labels"]
+__all__ = ["LOSSES", "MULTICLASS_HINGE", "MULTICLASS_LOSSES", "MULTINOMIAL", "MarginLoss", "SoftmaxLoss", "get_loss",
+           "clip_rows", "compact_rows", "map_into_domain", "valid_labels"]
 
 LOSSES = ("logistic", "smoothed_hinge")
 #: The softmax cross-entropy of K classes (:class:`SoftmaxLoss`; the accelerated solvers only).
 MULTINOMIAL = "multinomial"
+#: Crammer & Singer's multiclass hinge smoothed by a softmax of width h (:class:`SoftmaxLoss` with margin 1).
+MULTICLASS_HINGE = "multiclass_smoothed_hinge"
+#: The losses of K > 2 classes, with one weight vector per class.
+MULTICLASS_LOSSES = (MULTINOMIAL, MULTICLASS_HINGE)
 # Rows scaled down by clipping land this far inside the bound, so that float rounding
 # of the scaled row can never push its norm above the declared bound.
 _CLIP_SHRINK = 1.0 - 2.0**-40
@@ -338,7 +342,17 @@ class SoftmaxLoss:
     ``c = 2 kappa sqrt((K - 1) / K)`` when it is longer. ``kappa = 1/2`` (the
     logistic default) is the norm of ``r`` at ``W = 0`` (``p`` uniform), so
     nothing is clipped at the start, and for ``K = 2`` it is the binary
-    logistic clip ``|phi'| <= 1/2``; ``kappa = 1`` never clips (``|r| <= sqrt(2)``).
+    logistic clip ``|phi'| <= 1/2``; the clip is at most ``sqrt(2)``, the largest
+    norm ``r`` can have (``kappa = 1`` never clips).
+
+    **Multiclass smoothed hinge** (``margin = 1``, ``smoothing = h``; the SVMs'
+    loss for ``K > 2``, privtune's extension): the same with the logits
+    ``(W u + 1 - e_y) / h`` and the loss ``h`` times their cross-entropy,
+    ``h log(1 + sum_{j != y} exp((1 + w_j.u - w_y.u) / h))``, a smooth upper
+    bound of Crammer & Singer's hinge ``max(0, max_{j != y} 1 + w_j.u - w_y.u)``
+    within ``h ln K``. Its gradient is again ``(p - e_y) u^T`` with ``p`` the
+    softmax of those logits, so every bound below holds with the smoothness
+    divided by ``h``.
 
     **Sensitivity.** One example's gradient ``r u^T`` has Frobenius norm
     ``|r| |u| <= c R_2`` and entrywise L1 norm ``|r|_1 |u|_1 <= min(2, sqrt(K) c) R_1``
@@ -352,12 +366,14 @@ class SoftmaxLoss:
     solvers' step ``1 / L`` still uses that Lipschitz bound.
     """
 
-    name = "multinomial"
-
-    def __init__(self, n_classes: int, max_slope: float = 1.0) -> None:
+    def __init__(self, n_classes: int, max_slope: float = 1.0, *, margin: float = 0.0,
+                 smoothing: float = 1.0) -> None:
         self.n_classes = int(n_classes)
         self.max_slope = float(max_slope)
-        self.clip = 2.0 * self.max_slope * math.sqrt((self.n_classes - 1) / self.n_classes)
+        self.margin = float(margin)
+        self.smoothing = float(smoothing)
+        self.name = MULTINOMIAL if self.margin == 0.0 else MULTICLASS_HINGE
+        self.clip = min(2.0 * self.max_slope * math.sqrt((self.n_classes - 1) / self.n_classes), math.sqrt(2.0))
 
     def coefficient_bound(self, norm: int) -> float:
         """Bound on one example's coefficients ``r``: ``c`` in L2 (``norm=2``), ``min(2, sqrt(K) c)`` in L1."""
@@ -366,12 +382,20 @@ class SoftmaxLoss:
         return min(2.0, math.sqrt(self.n_classes) * self.clip)
 
     def curvature_bound(self) -> float:
-        """1/2: the largest eigenvalue of ``diag(p) - p p^T``."""
-        return 0.5
+        """``1 / (2 h)``: the largest eigenvalue of ``diag(p) - p p^T`` is at most 1/2."""
+        return 0.5 / self.smoothing
 
     def value_bound(self, margin_bound: float) -> float:
-        """``sup`` of the cross-entropy over logits of absolute value at most ``margin_bound``: ``ln K + 2 mb``."""
-        return math.log(self.n_classes) + 2.0 * margin_bound
+        """``sup`` of the loss over scores ``W u`` of absolute value at most ``mb``: ``h ln K + 2 mb + margin``."""
+        return self.smoothing * math.log(self.n_classes) + 2.0 * margin_bound + self.margin
+
+    def _logits(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """The softmax's logits ``(W u + margin (1 - e_y)) / h`` (float64), row by row."""
+        z = np.asarray(scores, dtype=np.float64)
+        if self.margin:
+            z = z + self.margin
+            z[np.arange(z.shape[0]), labels] -= self.margin
+        return z / self.smoothing if self.smoothing != 1.0 else z
 
     def residuals(self, logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """The clipped residuals ``r_i`` (float64) of rows with these logits and class indices, row by row."""
@@ -404,19 +428,21 @@ class SoftmaxLoss:
         idx = np.asarray(z).astype(np.int64)
 
         def coefficients(Ub: np.ndarray, start: int, wd: np.ndarray) -> np.ndarray:
-            logits = Ub @ wd.reshape(K, -1).T
-            r = self.residuals(logits, idx[start:start + Ub.shape[0]])
+            rows_idx = idx[start:start + Ub.shape[0]]
+            r = self.residuals(self._logits(Ub @ wd.reshape(K, -1).T, rows_idx), rows_idx)
             return r.astype(Ub.dtype)
 
         g = _weighted_row_mean(U, w, coefficients, columns=K).ravel()
         return g + alpha * w if alpha else g
 
     def objective(self, w: np.ndarray, U: np.ndarray, z: np.ndarray, alpha: float) -> float:
-        """Mean cross-entropy (unclipped) plus ``(alpha / 2) ||w||^2`` (evaluation only)."""
-        logits = np.asarray(U, dtype=np.float64) @ np.asarray(w, dtype=np.float64).reshape(self.n_classes, -1).T
+        """Mean loss (unclipped) plus ``(alpha / 2) ||w||^2`` (evaluation only)."""
         idx = np.asarray(z).astype(np.int64)
+        scores = np.asarray(U, dtype=np.float64) @ np.asarray(w, dtype=np.float64).reshape(self.n_classes, -1).T
+        logits = self._logits(scores, idx)
         lse = np.logaddexp.reduce(logits, axis=1)
-        return float(np.mean(lse - logits[np.arange(logits.shape[0]), idx]) + 0.5 * alpha * float(w @ w))
+        ce = lse - logits[np.arange(logits.shape[0]), idx]
+        return float(self.smoothing * np.mean(ce) + 0.5 * alpha * float(w @ w))
 
 
 def _weighted_row_mean(U: np.ndarray, w: np.ndarray, coefficients: Any, columns: int = 0) -> np.ndarray:

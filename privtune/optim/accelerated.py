@@ -72,7 +72,7 @@ from privtune.exceptions import InvalidParameterError
 from privtune.mechanisms._batched import PredrawnNoise
 from privtune.optim._accelerated_plan import _make_plan, _Plan
 from privtune.optim._accelerated_plan import gaussian_run_multiplier as gaussian_run_multiplier  # re-exported
-from privtune.optim._losses import MULTINOMIAL, ClippedRows, clip_rows, map_into_domain, valid_labels
+from privtune.optim._losses import MULTICLASS_LOSSES, ClippedRows, clip_rows, map_into_domain, valid_labels
 from privtune.optim._result import DPOptimizeResult
 from privtune.utils._validation import entrywise_float, label_entries, public_shape
 
@@ -221,7 +221,8 @@ def _run(X: Any, y: Any, *, add_noise: bool, accountant: Any, phase: str, **kw: 
     if not isinstance(phase, str):
         raise InvalidParameterError(f"The 'phase' parameter of {owner} must be a str. Got {phase!r} instead.")
     k = kw.get("n_classes")
-    multinomial = kw.get("loss") == MULTINOMIAL and isinstance(k, (int, np.integer)) and not isinstance(k, bool)
+    multinomial = (kw.get("loss") in MULTICLASS_LOSSES and isinstance(k, (int, np.integer))
+                   and not isinstance(k, bool))
     plan = _make_plan(n=n, d=d * int(k) if multinomial else d, accountant=accountant, owner=owner, **kw)
     y = label_entries(y)  # a list's entries each read on their own
     _check_label_shape(y, n, owner)
@@ -301,7 +302,7 @@ def dp_accelerated(
         allows larger steps) and, if ``sqrt(d) R_2 < R_1``, the sensitivity;
         ``None`` uses ``R_2 = R_1``. Gaussian: the L2 bound (overrides
         ``data_norm``).
-    loss : {"logistic", "smoothed_hinge", "multinomial"}, default="logistic"
+    loss : {"logistic", "smoothed_hinge", "multinomial", "multiclass_smoothed_hinge"}, default="logistic"
     smoothing : float in (0, inf), default=1.0
         Width ``h`` of the quadratic part of the smoothed hinge loss.
     n_iter : int in [1, 100000], default=100
@@ -361,8 +362,8 @@ def dp_accelerated(
         to ``"auto"``.
     budget_share : float in (0, 1], default=1.0
         The share of the budget of ``(epsilon, delta)`` this run spends, for
-        runs released together on the same rows (the one-vs-rest fits of a
-        multi-class estimator). Laplace: the run is ``epsilon *
+        runs released together on the same rows (e.g. one-vs-rest fits of a
+        multi-class model built from binary runs). Laplace: the run is ``epsilon *
         budget_share``-DP. Gaussian: the run gets the share ``budget_share`` of
         the precision ``1 / nm**2`` (the zCDP ``rho``) of one run calibrated at
         ``(epsilon, delta)``, i.e. the multiplier ``nm / sqrt(budget_share)``;
@@ -370,17 +371,20 @@ def dp_accelerated(
         one run. The horizon rules see the run's own noise. Each run charges
         and reports its own event.
     n_classes : int in [2, 2**20] or None, default=None
-        ``K``, required with ``loss="multinomial"`` (and only then): the
-        softmax cross-entropy of ``K`` classes (privtune's extension, not in
-        the paper). ``y`` then holds class indices ``0 .. K - 1`` (any other
+        ``K``, required with ``loss="multinomial"`` or
+        ``"multiclass_smoothed_hinge"`` (and only then): the softmax
+        cross-entropy of ``K`` classes, or Crammer & Singer's multiclass hinge
+        smoothed by a softmax of width ``smoothing`` (privtune's extensions, not
+        in the paper). ``y`` then holds class indices ``0 .. K - 1`` (any other
         label makes its row the zero row), the model is ``K`` weight vectors
         and ``x`` (and every iterate) has ``K * n_features`` entries,
         ``x.reshape(K, n_features)``. ``max_slope = kappa`` clips each row's
-        residual ``p - e_y`` to the L2 norm ``2 kappa sqrt((K - 1) / K)``
-        (nothing at the start with ``kappa = 1/2``), so the per-example
-        sensitivity is ``2`` times that times ``R_2`` (L2, Gaussian) or
-        ``2 min(2, sqrt(K) c) R_1`` (L1, Laplace); the smoothness is
-        ``R_2**2 / 2 + alpha`` (:class:`privtune.optim._losses.SoftmaxLoss`).
+        residual ``p - e_y`` to the L2 norm
+        ``c = min(2 kappa sqrt((K - 1) / K), sqrt(2))`` (nothing at the start
+        of the multinomial loss with ``kappa = 1/2``), so the per-example
+        sensitivity is ``2 c R_2`` (L2, Gaussian) or ``2 min(2, sqrt(K) c) R_1``
+        (L1, Laplace); the smoothness is ``R_2**2 / (2 h) + alpha`` (``h = 1``
+        for the multinomial loss; :class:`privtune.optim._losses.SoftmaxLoss`).
 
     Returns
     -------

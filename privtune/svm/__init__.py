@@ -5,8 +5,8 @@
   public randomness, so that ``C`` and ``gamma`` can be tuned on private data.
 
 Both are trained with the accelerated methods of Kuru et al. (2022)
-(:mod:`privtune.optim.accelerated`); with more than two classes, one-vs-rest
-runs that share one fit's budget.
+(:mod:`privtune.optim.accelerated`); with more than two classes, on Crammer &
+Singer's multiclass hinge smoothed by a softmax, at the cost of one fit.
 """
 
 from privtune.svm._linear import DPLinearSVC

@@ -18,7 +18,7 @@ __all__ = ["DPLinearSVC"]
 
 
 class DPLinearSVC(_ClippedLinearMixin, _DPMarginClassifier):
-    __doc__ = r"""Linear SVM with a smoothed hinge loss and differential privacy; one-vs-rest for K > 2 classes.
+    __doc__ = r"""Linear SVM with a smoothed hinge loss and differential privacy; a multiclass hinge for K > 2 classes.
 
     (epsilon, delta)-DP by default (Gaussian noise, privtune's extension);
     ``noise="laplace"`` gives pure epsilon-DP.

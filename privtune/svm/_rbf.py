@@ -71,7 +71,7 @@ _FEATURE_NORM = 1.0
 
 
 class DPSVC(_DPMarginClassifier):
-    __doc__ = r"""RBF-kernel SVM with differential privacy, through public random Fourier features (K > 2: one-vs-rest).
+    __doc__ = r"""RBF-kernel SVM with differential privacy through public random Fourier features; two or more classes.
 
     (epsilon, delta)-DP by default (Gaussian noise, privtune's extension);
     ``noise="laplace"`` gives pure epsilon-DP. By default a quarter of the

@@ -1,4 +1,4 @@
-"""More than two classes: one multinomial run (logistic regression) or one-vs-rest runs (the SVMs), costing one fit."""
+"""More than two classes: one run on one weight vector per class (softmax losses), costing one fit."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from privtune.space import Real
 from privtune.svm import DPSVC, DPLinearSVC
 
 ESTIMATORS = (DPLogisticRegression, DPLinearSVC, DPSVC)
-OVR = (DPLinearSVC, DPSVC)
 NM = gaussian_run_multiplier(1.0, 1e-6)
 
 
@@ -47,11 +46,12 @@ def test_three_classes_learn_and_predict_the_largest_score(cls):
     assert scores.shape == (X.shape[0], 3)
     assert np.array_equal(clf.predict(X), clf.classes_[np.argmax(scores, axis=1)])
     assert clf.score(X, y) > 0.9
-    if cls is DPLogisticRegression:  # one multinomial run: K weight vectors in one solution
-        assert clf.optimize_result_.x.shape == (3 * (clf.coef_.shape[1] + 1),)
-    else:
-        assert isinstance(clf.optimize_result_, tuple) and len(clf.optimize_result_) == 3
-        assert {r.n_iter for r in clf.optimize_result_} == {clf.n_iter_}
+    # one run: K weight vectors (intercept last in each) in one solution
+    assert clf.optimize_result_.x.shape == (3 * (clf.coef_.shape[1] + 1),)
+    W = clf.optimize_result_.x.reshape(3, -1)
+    ratio = clf.intercept_ / W[:, -1]  # the stored intercept column's value (0.5, within float32 rounding)
+    np.testing.assert_allclose(ratio, ratio[0], rtol=1e-12)
+    assert ratio[0] == pytest.approx(0.5, rel=1e-4)
 
 
 def test_predict_proba_is_the_softmax_of_the_scores():
@@ -66,29 +66,10 @@ def test_predict_proba_is_the_softmax_of_the_scores():
     assert np.array_equal(clf.classes_[proba.argmax(axis=1)], clf.predict(X[:50]))
 
 
+@pytest.mark.parametrize("cls", ESTIMATORS)
 @pytest.mark.parametrize("epsilon", [0.3, 1.0, 7.0])
 @pytest.mark.parametrize("k", [3, 10])
-def test_multinomial_fit_is_one_run_with_the_whole_budget(epsilon, k):
-    rng = np.random.default_rng(k)
-    X = rng.normal(size=(400, 3)) * 0.3
-    y = rng.integers(0, k, size=400)
-    acc = Accountant(Budget(epsilon, 1e-6), method="rdp")
-    clf = DPLogisticRegression(epsilon=epsilon, classes=list(range(k)), accountant=acc, random_state=0).fit(X, y)
-    nm = gaussian_run_multiplier(epsilon, 1e-6)
-    assert len(acc.entries) == 1 and acc.entries[0].event == clf.privacy_event_
-    assert clf.privacy_event_.noise_multiplier == nm  # what one binary fit charges
-    assert _precision(clf.optimize_result_) == pytest.approx(1.0 / nm**2, rel=1e-12)
-    # the per-example L2 sensitivity: 2 x the residual clip 2 kappa sqrt((K - 1) / K) x the rows' bound
-    clip = 2 * 0.5 * math.sqrt((k - 1) / k)
-    assert clf.optimize_result_.sensitivity == pytest.approx(2 * clip * math.sqrt(1.25))
-    assert clf.privacy_spent_.epsilon <= epsilon
-
-
-@pytest.mark.parametrize("cls", OVR)
-@pytest.mark.parametrize("epsilon", [0.3, 1.0, 7.0])
-@pytest.mark.parametrize("k", [3, 10])
-def test_one_vs_rest_runs_compose_to_exactly_the_charged_gaussian(cls, epsilon, k):
-    """K runs of multiplier nm sqrt(K): the precisions of all steps sum to that of the one Gaussian charged."""
+def test_k_classes_are_one_run_with_the_whole_budget(cls, epsilon, k):
     rng = np.random.default_rng(k)
     X = rng.normal(size=(400, 3)) * 0.3
     y = rng.integers(0, k, size=400)
@@ -96,60 +77,32 @@ def test_one_vs_rest_runs_compose_to_exactly_the_charged_gaussian(cls, epsilon, 
     clf = cls(epsilon=epsilon, classes=list(range(k)), accountant=acc, random_state=0).fit(X, y)
     nm = gaussian_run_multiplier(epsilon, 1e-6)
     assert len(acc.entries) == 1 and acc.entries[0].event == clf.privacy_event_
-    assert clf.privacy_event_.noise_multiplier == nm
-    assert math.fsum(_precision(r) for r in clf.optimize_result_) == pytest.approx(1.0 / nm**2, rel=1e-12)
-    for r in clf.optimize_result_:  # every run has the same share
-        assert _precision(r) == pytest.approx(1.0 / (k * nm**2), rel=1e-12)
+    assert clf.privacy_event_.noise_multiplier == nm  # what one binary fit charges
+    assert _precision(clf.optimize_result_) == pytest.approx(1.0 / nm**2, rel=1e-12)
+    # the per-example L2 sensitivity: 2 x the residual clip min(2 kappa sqrt((K - 1) / K), sqrt(2)) x the row bound
+    clip = min(2 * clf.max_slope * math.sqrt((k - 1) / k), math.sqrt(2))
+    assert clf.optimize_result_.sensitivity == pytest.approx(2 * clip * math.sqrt(1.25))
     assert clf.privacy_spent_.epsilon <= epsilon
     assert clf.privacy_spent_.epsilon == pytest.approx(compose_events([clf.privacy_event_], delta=1e-6).epsilon,
                                                        rel=1e-6)
 
 
+@pytest.mark.parametrize("cls", ESTIMATORS)
 @pytest.mark.parametrize("epsilon", [0.1, 1.0, 3.3])
 @pytest.mark.parametrize("k", [3, 7])
-def test_laplace_fits_spend_at_most_epsilon(epsilon, k):
+def test_laplace_fits_spend_at_most_epsilon(cls, epsilon, k):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 2)) * 0.3
     y = rng.integers(0, k, size=300)
     for batch_size in (None, 60):
-        svm = DPLinearSVC(epsilon=epsilon, noise="laplace", classes=list(range(k)), batch_size=batch_size,
-                          random_state=0).fit(X, y)
-        total = math.fsum(r.epsilon for r in svm.optimize_result_)
-        assert total <= epsilon and total == pytest.approx(epsilon, rel=1e-9)
-        lr = DPLogisticRegression(epsilon=epsilon, noise="laplace", classes=list(range(k)), batch_size=batch_size,
-                                  random_state=0).fit(X, y)
-        assert lr.optimize_result_.epsilon <= epsilon
-        # L1 sensitivity: 2 min(2, sqrt(K) c) (data_norm + intercept_scaling)
-        c = 2 * 0.5 * math.sqrt((k - 1) / k)
-        assert lr.optimize_result_.sensitivity == pytest.approx(2 * min(2.0, math.sqrt(k) * c) * 1.5)
-        for clf in (svm, lr):
-            assert clf.privacy_spent_.epsilon <= epsilon and clf.privacy_spent_.delta == 0.0
-            assert clf.accountant_.spent.epsilon <= epsilon
-
-
-def test_one_vs_rest_runs_draw_independent_noise_from_one_seed(monkeypatch):
-    """A seeded fit draws every run's noise from one stream: no two runs may share a noise vector (their
-    difference would then be released without noise)."""
-    seen: list = []
-    real = _logistic.dp_accelerated
-
-    def spy(U, z, **kwargs):
-        seen.append((np.array(U, dtype=np.float64), np.array(z, dtype=np.float64)))
-        return real(U, z, **kwargs)
-
-    monkeypatch.setattr(_logistic, "dp_accelerated", spy)
-    X, y = _three_blobs(2, n=300)
-    clf = DPLinearSVC(epsilon=1.0, classes=["a", "b", "c"], random_state=5).fit(X, y)
-    assert len(seen) == 3
-    noises = []
-    for (U, z), r in zip(seen, clf.optimize_result_, strict=True):
-        assert not r.query_points[0].any()  # the first step is at w = 0: every margin 0, hinge slope -1 (h = 1)
-        exact = -(z[:, None] * U).mean(axis=0)
-        noises.append(r.noisy_gradients[0] - exact)
-    # shared noise would make these differences vanish (up to float32 rounding); the noise's sd is about 0.05
-    assert min(np.linalg.norm(noises[i] - noises[j]) for i, j in ((0, 1), (0, 2), (1, 2))) > 1e-3
-    again = DPLinearSVC(epsilon=1.0, classes=["a", "b", "c"], random_state=5).fit(X, y)
-    np.testing.assert_array_equal(again.coef_, clf.coef_)  # seeded: exactly reproducible
+        clf = cls(epsilon=epsilon, noise="laplace", classes=list(range(k)), batch_size=batch_size,
+                  random_state=0).fit(X, y)
+        assert clf.optimize_result_.epsilon <= epsilon
+        assert clf.privacy_spent_.epsilon <= epsilon and clf.privacy_spent_.delta == 0.0
+        assert clf.accountant_.spent.epsilon <= epsilon
+        if cls is DPLogisticRegression:  # L1 sensitivity: 2 min(2, sqrt(K) c) (data_norm + intercept_scaling)
+            c = 2 * 0.5 * math.sqrt((k - 1) / k)
+            assert clf.optimize_result_.sensitivity == pytest.approx(2 * min(2.0, math.sqrt(k) * c) * 1.5)
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS)
@@ -158,7 +111,7 @@ def test_two_classes_run_once_with_the_whole_budget(cls):
     keep = y != "c"
     clf = cls(classes=["a", "b"], random_state=0).fit(X[keep], y[keep])
     assert clf.coef_.shape[0] == 1 and clf.decision_function(X[:3]).shape == (3,)
-    assert not isinstance(clf.optimize_result_, tuple) and clf.optimize_result_.x.shape == (clf.coef_.shape[1] + 1,)
+    assert clf.optimize_result_.x.shape == (clf.coef_.shape[1] + 1,)
     assert _precision(clf.optimize_result_) == pytest.approx(1.0 / NM**2, rel=1e-12)
 
 
@@ -217,12 +170,12 @@ def test_budget_share_is_validated(share):
 
 
 def test_the_plan_checked_before_the_charge_is_the_runs_plan(monkeypatch):
-    """``fit`` checks its run's plan (the multinomial run, or one of K one-vs-rest runs) before charging."""
+    """``fit`` checks its run's plan (K weight vectors) before charging, and again once it has read K classes."""
     seen: list = []
     real = _logistic._make_accelerated_plan
 
     def spy(**kw):
-        seen.append((kw["d"], kw["loss"], kw["n_classes"], kw["budget_share"]))
+        seen.append((kw["d"], kw["loss"], kw["n_classes"], kw.get("budget_share", 1.0)))
         return real(**kw)
 
     monkeypatch.setattr(_logistic, "_make_accelerated_plan", spy)
@@ -231,8 +184,9 @@ def test_the_plan_checked_before_the_charge_is_the_runs_plan(monkeypatch):
     DPLinearSVC(classes=["a", "b", "c", "d"], random_state=0).fit(X, y)
     DPLinearSVC(classes=["a", "b", "c", "d"])._check_fit_plan(100, 4)
     DPLinearSVC(random_state=0).fit(X, y)  # three classes read off y: checked again once read
-    assert seen == [(20, "multinomial", 4, 1.0), (5, "smoothed_hinge", None, 0.25), (5, "smoothed_hinge", None, 0.25),
-                    (5, "smoothed_hinge", None, 1.0), (5, "smoothed_hinge", None, 1 / 3)]
+    hinge = "multiclass_smoothed_hinge"
+    assert seen == [(20, "multinomial", 4, 1.0), (20, hinge, 4, 1.0), (20, hinge, 4, 1.0),
+                    (5, "smoothed_hinge", None, 1.0), (15, hinge, 3, 1.0)]
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS)

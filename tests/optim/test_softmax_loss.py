@@ -119,7 +119,7 @@ def test_dp_accelerated_fits_k_classes_and_charges_one_run():
 
 @pytest.mark.parametrize(("kwargs", "match"), [
     (dict(loss="multinomial"), "needs n_classes"),
-    (dict(loss="logistic", n_classes=3), "for loss='multinomial' only"),
+    (dict(loss="logistic", n_classes=3), "is for the losses"),
     (dict(loss="multinomial", n_classes=1), "n_classes"),
     (dict(loss="multinomial", n_classes=2.5), "n_classes"),
 ])
@@ -129,3 +129,48 @@ def test_n_classes_is_checked_before_the_charge(kwargs, match):
         dp_accelerated(np.zeros((10, 2)), np.zeros(10), epsilon=1.0, alpha=0.01, data_norm=1.0, accountant=acc,
                        **kwargs)
     assert len(acc.entries) == 0
+
+
+@pytest.mark.parametrize("h", [1.0, 0.5])
+def test_the_multiclass_smoothed_hinge_is_a_smooth_crammer_singer_hinge(h):
+    """Margin 1 and width h: the gradient is that of h * CE((W u + 1 - e_y) / h), and the loss lies within
+    h ln K above Crammer & Singer's hinge max(0, max_{j != y} 1 + w_j.u - w_y.u)."""
+    rng = np.random.default_rng(5)
+    n, d, k = 40, 3, 5
+    U = rng.normal(size=(n, d)) * 0.5
+    z = rng.integers(0, k, size=n).astype(float)
+    w = rng.normal(size=k * d) * 2
+    loss = SoftmaxLoss(k, max_slope=1.0, margin=1.0, smoothing=h)
+    assert loss.name == "multiclass_smoothed_hinge" and loss.curvature_bound() == pytest.approx(0.5 / h)
+    g = loss.gradient(w, U, z, 0.0)
+    step = 1e-6
+    fd = np.array([(loss.objective(w + step * e, U, z, 0.0) - loss.objective(w - step * e, U, z, 0.0)) / (2 * step)
+                   for e in np.eye(k * d)])
+    np.testing.assert_allclose(g, fd * (1 - 2**-13) * (1 - 2**-20), rtol=1e-5, atol=1e-8)
+    scores = U @ w.reshape(k, d).T
+    idx = z.astype(int)
+    other = scores + 1.0
+    other[np.arange(n), idx] = -np.inf
+    hinge = np.maximum(0.0, other.max(axis=1) - scores[np.arange(n), idx])
+    per_row = [SoftmaxLoss(k, 1.0, margin=1.0, smoothing=h).objective(w, U[i:i + 1], z[i:i + 1], 0.0)
+               for i in range(n)]
+    assert np.all(per_row >= hinge - 1e-12) and np.all(per_row <= hinge + h * math.log(k) + 1e-12)
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "laplace"])
+def test_runs_with_budget_shares_compose_to_one_run(noise):
+    """K runs with budget_share 1/K: Gaussian precisions (zCDP rho) sum to the one full run's; Laplace epsilons
+    sum to at most epsilon."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(500, 3)) * 0.3
+    y = np.where(rng.random(500) < 0.5, 1.0, -1.0)
+    kw = dict(solver="nag", epsilon=1.0, alpha=1e-3, data_norm=1.0, noise=noise, horizon="auto",
+              delta=1e-6 if noise == "gaussian" else None, random_state=0)
+    full = dp_accelerated(X, y, **kw)
+    parts = [dp_accelerated(X, y, budget_share=1 / 3, **kw) for _ in range(3)]
+    if noise == "gaussian":
+        precision = [float(np.sum(1.0 / r.extra["noise_multipliers"] ** 2)) for r in (full, *parts)]
+        assert math.fsum(precision[1:]) == pytest.approx(precision[0], rel=1e-12)
+    else:
+        assert math.fsum(r.epsilon for r in parts) <= 1.0 and full.epsilon <= 1.0
+        assert parts[0].epsilon == pytest.approx(1 / 3, rel=1e-9)

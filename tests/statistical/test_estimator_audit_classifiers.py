@@ -39,14 +39,12 @@ Seeds. The ``k``-th fit on ``D`` uses ``random_state = SEED_D + k``, and on ``D'
 reuse the same seeds. The auditor's selection split uses ``random_state=0``. "Other seed sets" below means
 ``SEED_D, SEED_DP = 10**7 (2k + 1), 10**7 (2k + 2)`` for ``k = 1, 2, 3``.
 
-Three classes. ``DPLinearSVC`` is also audited with three declared classes (three one-vs-rest runs sharing
-one fit's budget), on a pair where one row's class changes; its twin gives the runs one shared noise stream.
-``DPLogisticRegression`` with three classes (one multinomial run) is audited on the same pair; its twin skips
-the row clipping.
+Three classes. ``DPLinearSVC`` (the smoothed multiclass hinge) and ``DPLogisticRegression`` (the multinomial
+model) are also audited with three declared classes, one run on three weight vectors, on a pair where one
+outlying row's class changes; their twins skip the row clipping.
 
 Measured wall time (2-core machine shared with other jobs): SVM audits 3.5-5.5 s each, the three-class
-audits about 9 s each (three runs per fit at ``N = 1000``, or one multinomial run at ``N = 2000``), MLP
-audits 12-14 s each.
+audits about 9 s each (``N = 2000``), MLP audits 12-14 s each.
 """
 
 from __future__ import annotations
@@ -287,9 +285,10 @@ def test_linear_svc_twin_without_row_clipping_is_flagged(monkeypatch):
 
 # ============================================================================= DPLinearSVC, three classes
 MC_CLASSES = [0, 1, 2]
-N_MC = 1000  # the one-vs-rest twin's outputs never overlap, so half the SVM audits' size resolves it
-N_MC_LR = 2000  # the multinomial twin is a Gaussian shift of about 3: the SVM audits' size
-X_MC_D = X_LIN_D.copy()  # row 0 at x = 20 (clipped to the declared bound), the other 9 rows inside it
+N_MC = 2000  # the twins are Gaussian shifts of about 3: the binary SVM audits' size
+MC_OUT = 50.0  # row 0's feature: 50 times the declared bound (clipped), so that the twins' shift is gross
+X_MC_D = X_LIN_D.copy()  # the other 9 rows inside the bound, as DPLinearSVC's binary pair
+X_MC_D[0, 0] = MC_OUT
 Y_MC_D = np.arange(LIN_N) % 3  # row 0 has class 0 ...
 X_MC_DP, Y_MC_DP = X_MC_D.copy(), Y_MC_D.copy()
 Y_MC_DP[0] = 1  # ... and class 1 in D'
@@ -332,44 +331,36 @@ def run_multiclass_audit(n_samples, make=None, pair=(1, 2)):
     return res, claim
 
 
-def shared_noise_across_runs(monkeypatch):
-    """The twin: every one-vs-rest run is seeded with the estimator's own ``random_state`` (the same noise)."""
-    monkeypatch.setattr(_logistic, "check_random_state", lambda random_state, owner=None: random_state)
-
-
 def test_multiclass_linear_svc_passes_audit():
-    """DPLinearSVC at its defaults with ``classes = [0, 1, 2]``: three one-vs-rest runs, each with a third of
-    the Gaussian precision of one fit (multiplier ``nm sqrt(3)``), which compose to the one fit's claim
-    ``(0.999, 1e-6)``, read off the fit. ``n = 10`` rows in ``d = 1``: the horizon is one step per run.
+    """DPLinearSVC at its defaults with ``classes = [0, 1, 2]``: one run on three weight vectors with Crammer &
+    Singer's hinge smoothed by a softmax (margin 1, width ``smoothing = 1``), residuals clipped to
+    ``min(2 kappa sqrt(2/3), sqrt(2)) = sqrt(2)`` (``kappa = 1``: no clipping), the whole budget; the claim
+    ``(0.999, 1e-6)`` read off the fit. ``n = 10`` rows in ``d = 1``: one step.
 
-    Pair. Row 0 is ``x = 20`` (20 times the declared bound; clipped) with class 0 in ``D`` and class 1 in
-    ``D'``, so runs 0 and 1 see its label flip and run 2 does not. The other rows have classes ``i mod 3``.
-    The statistic is ``score_1 - score_2`` at the clipped row ``x = 1``: run 1 moves, run 2 is the reference
-    whose noise, if it were shared with run 1's, would cancel (the twin below). On the real fit it is a
-    Gaussian shift of ``u_0 . p / (sqrt(6) nm R |p|) = 0.08`` (``u_0`` the clipped row with its intercept
-    column, ``p = (1, 0.5)``, ``R = sqrt(1.25)``, ``nm = 4.535``; noise-free computation), about a third of the
-    claim's ``mu = 0.22``. Only gross violations are resolvable at this size (module docstring).
+    Pair. Row 0 is ``x = 50`` (50 times the declared bound; clipped) with class 0 in ``D`` and class 1 in
+    ``D'``; the other rows have classes ``i mod 3``. Statistic: ``score_0 - score_1`` at ``x = 1``. At ``W = 0``
+    row 0's residual is ``p - e_y`` with ``p`` the softmax of ``(0, 1, 1)`` or ``(1, 0, 1)``: it moves by
+    ``(-1.27, 1.27, 0)``, 63 % of the declared sensitivity, and the statistic is a Gaussian shift of
+    ``2.54 u_0 . p / (sqrt(2) nm 2 sqrt(2) R |p|) = 0.13`` (noise-free computation), below the claim's
+    ``mu = 0.22``.
 
     H0: the fit is ``(0.999, 1e-6)``-DP on this pair, refuted with probability at most ``ALPHA = 1e-5``.
-    ``N = 1000`` fits per input. Measured lower bound: 0.0 (seeds 1 000 000 + k / 2 000 000 + k), and 0.0 for
-    the other three seed sets (2026-11-27).
+    ``N = 2000`` fits per input. Measured lower bound: 0.0 at this file's seeds and at the other three seed sets
+    (2026-11-27).
     """
-    res, claim = run_multiclass_audit(N_MC)
+    res, claim = run_multiclass_audit(N_MC, pair=(0, 1))
     assert claim == (pytest.approx(0.999), 1e-6)
     assert not res.violation, str(res)
 
 
-def test_multiclass_twin_with_shared_noise_is_flagged(monkeypatch):
-    """The twin: the three runs draw the same noise (each re-seeded with the fit's seed).
-
-    The claim is unchanged, but ``score_1 - score_2`` is then free of noise: it depends on the labels only, and
-    differs between ``D`` and ``D'`` (row 0's label flips in run 1 only). The two outputs never overlap, which
-    no ``(0.999, 1e-6)``-DP mechanism allows. Power: must be flagged at the same ``N``, seeds and ``ALPHA``.
-    Measured lower bound 3.54 (the largest ``N = 1000`` can certify for disjoint outputs), the same for the other
-    three seed sets (2026-11-27). The assertion asks for more than twice the claim.
+def test_multiclass_linear_svc_twin_without_row_clipping_is_flagged(monkeypatch):
+    """The twin stores row 0 unclipped, ``(50, 0.5)``, still marked as clipped: the statistic's shift grows 45
+    times, to about 5.6. Power: must be flagged at the same ``N = 2000``, seeds and ``ALPHA``. Measured lower
+    bound 4.22, and 4.17-4.20 over the other three seed sets (2026-11-27; with row 0 at ``x = 20``, 2.17-2.48).
+    The assertion asks for more than twice the claim.
     """
-    shared_noise_across_runs(monkeypatch)
-    res, claim = run_multiclass_audit(N_MC)
+    switch_off_row_clipping(monkeypatch)
+    res, claim = run_multiclass_audit(N_MC, pair=(0, 1))
     assert res.violation and res.epsilon_lower_bound > 2 * claim[0], str(res)
 
 
@@ -394,30 +385,29 @@ def test_multinomial_logistic_passes_audit():
     cross-entropy, residuals clipped to ``2 kappa sqrt(2/3)`` with ``kappa = 1/2``), the whole budget, claim
     ``(0.999, 1e-6)`` read off the fit; ``n = 10`` rows, one step.
 
-    Pair: the three-class pair above (row 0 at ``x = 20``, class 0 in ``D`` and 1 in ``D'``). Statistic:
-    ``score_0 - score_1`` at ``x = 1``. At ``W = 0`` row 0's residual moves by ``(1, -1, 0)``, so the statistic
-    is a Gaussian shift of ``2 u_0 . p / (sqrt(2) nm 2 c R |p|) = 0.17`` (``c = sqrt(2/3)``; noise-free
-    computation), below the claim's ``mu = 0.22``.
+    Pair: the three-class pair above (row 0 at ``x = 50``, class 0 in ``D`` and 1 in ``D'``). Statistic:
+    ``score_0 - score_1`` at ``x = 1``. At ``W = 0`` row 0's residual moves by ``(1, -1, 0)`` (87 % of the
+    declared sensitivity), so the statistic is a Gaussian shift of ``2 u_0 . p / (sqrt(2) nm 2 c R |p|) = 0.17``
+    (``c = sqrt(2/3)``; noise-free computation), below the claim's ``mu = 0.22``.
 
     H0: ``(0.999, 1e-6)``-DP on this pair, refuted with probability at most ``ALPHA``; ``N = 2000`` fits per
     input (one fit is one run, about 2 ms). Measured lower bound: 0.0 at this file's seeds and at the other three
     seed sets (2026-11-27).
     """
-    res, claim = run_multiclass_audit(N_MC_LR, make=logistic_3, pair=(0, 1))
+    res, claim = run_multiclass_audit(N_MC, make=logistic_3, pair=(0, 1))
     assert claim == (pytest.approx(0.999), 1e-6)
     assert not res.violation, str(res)
 
 
 def test_multinomial_logistic_twin_without_row_clipping_is_flagged(monkeypatch):
-    """The twin stores row 0 unclipped, ``(20, 0.5)``, still marked as clipped (``switch_off_row_clipping``).
+    """The twin stores row 0 unclipped, ``(50, 0.5)``, still marked as clipped (``switch_off_row_clipping``).
 
-    Along the statistic the two means then differ about 18 times more than the declared sensitivity allows: a
-    Gaussian shift of about 3. Power: must be flagged at the same ``N = 2000``, seeds and ``ALPHA``. Measured
-    lower bound 3.60, and 3.27-3.67 over the other three seed sets (2026-11-27; 2.25-2.72 with ``N = 1000``).
-    The assertion asks for more than twice the claim.
+    Along the statistic the two means then differ 45 times more: a Gaussian shift of about 7.7. Power: must be
+    flagged at the same ``N = 2000``, seeds and ``ALPHA``. Measured lower bound 4.24, and 4.21-4.24 over the other
+    three seed sets (2026-11-27). The assertion asks for more than twice the claim.
     """
     switch_off_row_clipping(monkeypatch)
-    res, claim = run_multiclass_audit(N_MC_LR, make=logistic_3, pair=(0, 1))
+    res, claim = run_multiclass_audit(N_MC, make=logistic_3, pair=(0, 1))
     assert res.violation and res.epsilon_lower_bound > 2 * claim[0], str(res)
 
 
