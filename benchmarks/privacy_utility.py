@@ -26,7 +26,8 @@ mean 5 and 10); for the logistic model also n_iter = 20 with each; and, as a bas
 estimator at its defaults, one fit with the training role's whole budget). The per-fit ε is
 ``PrivateSearchCV.largest_fit_epsilon``: the largest whose up-front training plan fits the budget
 (``best_estimator_`` is the selected candidate's, or run's, own fit, so no refit is paid for); breast cancer,
-digits (0-4 against 5-9: the estimators are binary) and a 5 000-row synthetic set (rows scaled to unit norm, a
+digits as 0-4 against 5-9 and with its 10 classes (since 2026-11-27; the estimators then fit one multinomial
+model or one-vs-rest runs; summarised apart) and a 5 000-row synthetic set (rows scaled to unit norm, a
 public bound); 20 seeds; test accuracy of the
 released model, the share of seeds that return the majority-class model, and the non-private
 ``LogisticRegression`` ceiling.
@@ -85,6 +86,8 @@ OUT = Path(__file__).resolve().parent / "results"
 SPACE = {"C": Real(1e-2, 1e3, log=True), "gamma": Real(1e-5, 1e1, log=True)}
 #: Part B's baseline without a search: the estimator's defaults, one fit with the training role's whole budget.
 NO_SEARCH = "none (defaults, one fit)"
+#: Part B's task with more than two classes (summarised apart from the binary ones).
+MULTICLASS_B = ("digits (10 classes)",)
 #: Part B's budgets per role (each role, training and validation, has this epsilon).
 EPS_B = (0.1, 0.3, 1.0, 3.0, 10.0)
 HGB_SPACE = {"learning_rate": Real(1e-3, 1.0, log=True), "max_leaf_nodes": Integer(2, 64),
@@ -281,9 +284,10 @@ def _binary_bundled(quick: bool) -> list[tuple[str, tuple[np.ndarray, np.ndarray
 
 
 def b_tasks(quick: bool) -> list[tuple[str, tuple[np.ndarray, np.ndarray]]]:
-    """Part B's binary tasks: the bundled sets with n >= 500 and a synthetic one."""
+    """Part B's tasks: the bundled sets with n >= 500 (digits also with its 10 classes) and a synthetic one."""
     data = _binary_bundled(quick)
     if not quick:
+        data.append(("digits (10 classes)", load_digits(return_X_y=True)))
         data.append(("synthetic 5 000", make_classification(n_samples=5000, n_features=20, n_informative=8,
                                                             random_state=0)))
     return data
@@ -303,15 +307,16 @@ def part_b(seeds: int, quick: bool, only: str | None = None) -> list[dict]:
         Xa, Xte, ya, yte = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
         Xtr, Xva, ytr, yva = train_test_split(Xa, ya, test_size=0.3, random_state=0, stratify=ya)
         ceiling = LogisticRegression().fit(Xtr, ytr).score(Xte, yte)
-        majority = max(np.mean(yte), 1 - np.mean(yte))
+        classes = np.unique(y)  # declared: the label set is public
+        majority = float(np.max(np.unique(yte, return_counts=True)[1]) / len(yte))
         for est_name, cls in estimators.items():
             for selection, n_iter in plans + ([("exponential", 20), ("random-stopping", 20)]
                                               if est_name == "DPLogisticRegression" else []):
                 for total in EPS_B:
                     mp = {"selection": selection} if selection == "random-stopping" else None
 
-                    def make(s, eps=1.0, cls=cls, total=total, n_iter=n_iter, mp=mp):
-                        return PrivateSearchCV(cls(epsilon=eps, classes=[0, 1]), space, sensitive="both",
+                    def make(s, eps=1.0, cls=cls, total=total, n_iter=n_iter, mp=mp, classes=classes):
+                        return PrivateSearchCV(cls(epsilon=eps, classes=classes), space, sensitive="both",
                                                epsilon=total, delta=1e-6, n_iter=n_iter, n_candidates=64,
                                                method_params=mp, random_state=70_000 + s)
                     # the largest per-fit epsilon the whole up-front training plan affords (the library's own rule)
@@ -339,7 +344,7 @@ def part_b(seeds: int, quick: bool, only: str | None = None) -> list[dict]:
             # budget (epsilon = total at the same delta); the validation rows are not used.
             for total in EPS_B:
                 t_cell = time.perf_counter()
-                accs = np.asarray([cls(epsilon=total, delta=1e-6, classes=[0, 1], random_state=70_000 + s)
+                accs = np.asarray([cls(epsilon=total, delta=1e-6, classes=classes, random_state=70_000 + s)
                                    .fit(Xtr, ytr).score(Xte, yte) for s in range(seeds)])
                 rows.append({"task": name, "estimator": est_name, "epsilon_total": total, "per_fit_epsilon": total,
                              "method": "none", "selection": NO_SEARCH, "n_iter": 1, "n_train": int(len(ytr)),
@@ -433,10 +438,10 @@ def summary_c(c_rows) -> list[str]:
     return L
 
 
-def summary_b(b_rows) -> list[str]:
-    """Part B, per n_iter, selection and epsilon, over every (task, estimator) cell, beside no search."""
+def summary_b(b_rows, what: str = "") -> list[str]:
+    """Part B, per n_iter, selection and epsilon, over every (task, estimator) cell of ``b_rows``, beside no search."""
     n_cells = len({(r["task"], r["estimator"]) for r in b_rows})
-    L = ["", f"### Summary over the {n_cells} (task, estimator) cells\n",
+    L = ["", f"### Summary over the {n_cells} {what}(task, estimator) cells\n",
          "| ε per role | n_iter | selection | mean of median regret | mean of p90 regret | cells where it is best |",
          "|---|---|---|---|---|---|"]
     selections = ("exponential", "random-stopping", NO_SEARCH)
@@ -517,7 +522,10 @@ def render(meta, a_rows, b_rows, c_rows) -> str:
                  f"{r['epsilon_total']:g} | {r['per_fit_epsilon']:.3f} | "
                  f"{r['test_median']:.3f} | {r['test_p10']:.3f} | {r['regret_median']:.1f} | "
                  f"{r['majority_share']:.2f} | {r['ceiling']:.3f} | {r.get('seconds_per_search', float('nan')):.2f} |")
-    L += summary_b(b_rows)
+    multi = [r for r in b_rows if r["task"] in MULTICLASS_B]
+    L += summary_b([r for r in b_rows if r["task"] not in MULTICLASS_B], "binary ")
+    if multi:
+        L += summary_b(multi, "10-class ")
     if c_rows:
         L += ["", "## C. `lipschitz` in its own setting (Kusner et al. Alg. 3), beside every method\n",
               "L2-regularised logistic regression with Kusner's λ (`LogisticRegression(C = 1 / (λ n))`, no "
