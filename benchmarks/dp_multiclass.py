@@ -1,7 +1,7 @@
 """More than two classes: the DP estimators at their defaults, beside scikit-learn and peers.
 
-``DPLogisticRegression`` fits one multinomial (softmax) model with the fit's whole budget; ``DPLinearSVC`` and
-``DPSVC`` fit one run per class (one-vs-rest), each with ``1 / K`` of the fit's Gaussian precision. Either way a
+Each estimator fits one weight vector per class in one run with the fit's whole budget: ``DPLogisticRegression`` a
+multinomial (softmax) model, ``DPLinearSVC`` and ``DPSVC`` Crammer & Singer's hinge smoothed by a softmax. A
 K-class fit costs exactly what a binary fit costs (docs/trainers.md). Data (nothing downloaded): iris (3
 classes), wine (3), digits (10), a 4-class synthetic set of 5 000 rows and a 5-class one of 20 000 rows
 (``make_classification``, 20 features); rows standardised and scaled to unit L2 norm; 70/30 stratified split.
@@ -32,8 +32,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import argparse  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
-import subprocess  # noqa: E402
-import tempfile  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -50,29 +49,15 @@ import privtune  # noqa: E402
 from privtune.linear_model import DPLogisticRegression  # noqa: E402
 from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the side venv's diffprivlib worker (the same LogisticRegression(epsilon, data_norm=1) call), Opacus' DP-SGD (its
+# softmax loss) and the monotonicity rule
+from dp_trainer_peer_table import DEFAULT_PEER, monotone, opacus_acc, run_diffprivlib  # noqa: E402
+
 OUT = Path(__file__).resolve().parent / "results"
 EPS = (0.1, 0.3, 1.0, 3.0, 10.0)
 DELTA = 1e-6
-DEFAULT_PEER = "/tmp/peer-venv/bin/python"
 ESTIMATORS = {"DPLogisticRegression": DPLogisticRegression, "DPLinearSVC": DPLinearSVC, "DPSVC": DPSVC}
-
-WORKER = r'''
-import json, os, sys, warnings
-import numpy as np
-warnings.simplefilter("ignore")
-import sklearn, diffprivlib
-from diffprivlib.models import LogisticRegression
-
-job = json.load(open(sys.argv[1]))
-load = lambda name: np.load(os.path.join(job["dir"], name + ".npy"))
-out = {"diffprivlib": diffprivlib.__version__, "sklearn": sklearn.__version__, "accuracy": {}}
-for i in range(job["n_datasets"]):
-    Xtr, ytr, Xte, yte = (load(f"{i}{s}") for s in ("_Xtr", "_ytr", "_Xte", "_yte"))
-    out["accuracy"][str(i)] = {repr(eps): [float(LogisticRegression(epsilon=eps, data_norm=1.0, random_state=s)
-                                                 .fit(Xtr, ytr).score(Xte, yte)) for s in job["seeds"]]
-                               for eps in job["epsilons"]}
-print(json.dumps(out))
-'''
 
 
 def datasets(quick: bool):
@@ -101,62 +86,6 @@ def reference(name, Xtr, ytr, Xte, yte, est) -> float:
     if name == "DPLinearSVC":
         return float(LinearSVC(C=est.C, max_iter=20000).fit(Xtr, ytr).score(Xte, yte))
     return float(SVC(C=est.C, gamma=est.gamma).fit(Xtr, ytr).score(Xte, yte))
-
-
-def opacus_softmax(Xtr, ytr, Xte, yte, eps, seed, epochs=5, lr=1.0) -> float:
-    """Opacus DP-SGD, softmax cross-entropy on a linear layer, at (eps / 2, DELTA) add/remove."""
-    import torch
-    from opacus import PrivacyEngine
-    torch.set_num_threads(1)
-    torch.manual_seed(seed)
-    classes = np.unique(ytr)
-    target = torch.as_tensor(np.searchsorted(classes, ytr), dtype=torch.long)
-    n, d = Xtr.shape
-    ds = torch.utils.data.TensorDataset(torch.as_tensor(Xtr, dtype=torch.float32), target)
-    loader = torch.utils.data.DataLoader(ds, batch_size=max(1, n // 10), shuffle=True)
-    lin = torch.nn.Linear(d, classes.shape[0])
-    opt = torch.optim.SGD(lin.parameters(), lr=lr)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        engine = PrivacyEngine(accountant="prv")
-        model, opt, loader = engine.make_private_with_epsilon(
-            module=lin, optimizer=opt, data_loader=loader, target_epsilon=eps / 2.0, target_delta=DELTA,
-            epochs=epochs, max_grad_norm=1.0)
-        for _ in range(epochs):
-            for xb, yb in loader:
-                if xb.shape[0] == 0:
-                    continue
-                opt.zero_grad()
-                torch.nn.functional.cross_entropy(model(xb), yb).backward()
-                opt.step()
-    with torch.no_grad():
-        pred = lin(torch.as_tensor(Xte, dtype=torch.float32)).argmax(dim=1).numpy()
-    return float(np.mean(classes[pred] == yte))
-
-
-def run_diffprivlib(peer, splits, seeds):
-    if not Path(peer).exists():
-        print(f"*** diffprivlib column SKIPPED: {peer} not found (see the module docstring).", flush=True)
-        return None, f"skipped: {peer} not found"
-    with tempfile.TemporaryDirectory(prefix="dp_multiclass_") as tmp:
-        for i, (Xtr, Xte, ytr, yte) in enumerate(splits):
-            for suffix, a in (("_Xtr", Xtr), ("_Xte", Xte), ("_ytr", ytr), ("_yte", yte)):
-                np.save(Path(tmp) / f"{i}{suffix}.npy", a)
-        (Path(tmp) / "worker.py").write_text(WORKER)
-        (Path(tmp) / "job.json").write_text(json.dumps({"dir": tmp, "n_datasets": len(splits),
-                                                        "epsilons": list(EPS), "seeds": list(seeds)}))
-        proc = subprocess.run([peer, str(Path(tmp) / "worker.py"), str(Path(tmp) / "job.json")],
-                              capture_output=True, text=True, env=dict(os.environ))
-    if proc.returncode != 0:
-        tail = proc.stderr.strip().splitlines()[-1:] or [str(proc.returncode)]
-        print(f"*** diffprivlib column SKIPPED: the worker failed: {tail[0]}", flush=True)
-        return None, f"skipped: worker failed ({tail[0]})"
-    return json.loads(proc.stdout.strip().splitlines()[-1]), "ok"
-
-
-def monotone(accs, n_test) -> bool:
-    slack = max(0.01, 2.0 / n_test)
-    return all(b >= a - slack for a, b in zip(accs, accs[1:], strict=False))
 
 
 def main() -> None:
@@ -191,7 +120,7 @@ def main() -> None:
                 if dpl is not None:
                     row["methods"]["diffprivlib"] = [float(np.median(dpl["accuracy"][str(i)][repr(e)])) for e in EPS]
                 if opacus_version is not None:
-                    row["methods"]["opacus"] = [float(np.median([opacus_softmax(Xtr, ytr, Xte, yte, e, s)
+                    row["methods"]["opacus"] = [float(np.median([opacus_acc(Xtr, ytr, Xte, yte, e, s, "softmax")[0]
                                                                  for s in seeds])) for e in EPS]
             row["monotone"] = {m: monotone(a, Xte.shape[0]) for m, a in row["methods"].items()}
             rows.append(row)
@@ -223,8 +152,8 @@ def markdown(meta, rows) -> str:
          "`OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dp_multiclass.py`.\n",
          f"Median test accuracy over {meta['seeds']} noise seeds; rows standardised and scaled to unit L2 norm; "
          "70/30 stratified split. privtune: each estimator at its defaults with the classes declared, "
-         "(ε, 1e-6)-DP replace-one: one multinomial run (DPLogisticRegression) or K one-vs-rest runs sharing "
-         "the fit's budget (the SVMs). Reference: non-private "
+         "(ε, 1e-6)-DP replace-one, one run on one weight vector per class (multinomial for DPLogisticRegression, "
+         "a smoothed multiclass hinge for the SVMs). Reference: non-private "
          "scikit-learn (LogisticRegression, multinomial / LinearSVC / SVC rbf; same C and γ). Monotone: "
          "non-decreasing in ε within max(1 point, 2 test rows).\n",
          "| dataset | n train | K | estimator | method | " + " | ".join(f"ε = {e:g}" for e in EPS)

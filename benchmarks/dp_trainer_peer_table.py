@@ -117,17 +117,23 @@ def svc_features(Xtr, ytr, Xte):
 def opacus_acc(Xtr, ytr, Xte, yte, eps, seed, loss="logistic", epochs=5, lr=1.0) -> tuple[float, float]:
     """Opacus DP-SGD on a linear layer at (eps / 2, DELTA) add/remove; returns (accuracy, noise multiplier).
 
-    ``loss``: ``"logistic"`` (BCE with logits) or ``"hinge"``. Also ``benchmarks/dp_trainer_peers.py``'s peer.
+    ``loss``: ``"logistic"`` (BCE with logits), ``"hinge"`` (labels 0/1 as -1/+1), or ``"softmax"`` (the
+    cross-entropy of one output per class, any number of classes; ``benchmarks/dp_multiclass.py``). Also
+    ``benchmarks/dp_trainer_peers.py``'s peer.
     """
     import torch
     from opacus import PrivacyEngine
     torch.set_num_threads(1)
     torch.manual_seed(seed)
     n, d = Xtr.shape
-    target = torch.as_tensor(ytr, dtype=torch.float32)
+    classes = np.unique(ytr)
+    if loss == "softmax":
+        target = torch.as_tensor(np.searchsorted(classes, ytr), dtype=torch.long)
+    else:
+        target = torch.as_tensor(ytr, dtype=torch.float32)
     ds = torch.utils.data.TensorDataset(torch.as_tensor(Xtr, dtype=torch.float32), target)
     loader = torch.utils.data.DataLoader(ds, batch_size=max(1, n // 10), shuffle=True)
-    lin = torch.nn.Linear(d, 1)
+    lin = torch.nn.Linear(d, classes.shape[0] if loss == "softmax" else 1)
     opt = torch.optim.SGD(lin.parameters(), lr=lr)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -140,16 +146,18 @@ def opacus_acc(Xtr, ytr, Xte, yte, eps, seed, loss="logistic", epochs=5, lr=1.0)
                 if xb.shape[0] == 0:
                     continue
                 opt.zero_grad()
-                f = model(xb).squeeze(1)
-                if loss == "logistic":
-                    value = torch.nn.functional.binary_cross_entropy_with_logits(f, yb)
+                if loss == "softmax":
+                    value = torch.nn.functional.cross_entropy(model(xb), yb)
+                elif loss == "logistic":
+                    value = torch.nn.functional.binary_cross_entropy_with_logits(model(xb).squeeze(1), yb)
                 else:  # hinge on labels in {-1, +1}
-                    value = torch.clamp(1.0 - (2.0 * yb - 1.0) * f, min=0.0).mean()
+                    value = torch.clamp(1.0 - (2.0 * yb - 1.0) * model(xb).squeeze(1), min=0.0).mean()
                 value.backward()
                 opt.step()
     with torch.no_grad():
-        p = lin(torch.as_tensor(Xte, dtype=torch.float32)).squeeze(1).numpy()
-    return float(np.mean((p > 0).astype(int) == yte)), float(opt.noise_multiplier)
+        p = lin(torch.as_tensor(Xte, dtype=torch.float32)).numpy()
+    pred = classes[np.argmax(p, axis=1)] if loss == "softmax" else (p[:, 0] > 0).astype(int)
+    return float(np.mean(pred == yte)), float(opt.noise_multiplier)
 
 
 def run_diffprivlib(peer, splits, seeds):

@@ -120,7 +120,8 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):
 
 class _LogisticProbaMixin:
     """Probabilities of a logistic model: ``[1 - p, p]`` with ``p = sigmoid(score)`` for two classes, the softmax
-    of the scores (a multinomial model) for more."""
+    of the scores (a multinomial model) for more. Also :class:`privtune.neural_network.DPMLPClassifier`'s, whose
+    ``decision_function`` returns its output logits in the same shapes."""
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities.

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.special import expit, log_expit, log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted
@@ -26,6 +25,7 @@ from privtune.accounting.budget import Budget
 from privtune.accounting.events import EpsilonDeltaEvent, PrivacyEvent
 from privtune.base import PrivacyTags
 from privtune.exceptions import InvalidParameterError
+from privtune.linear_model._classifier import _LogisticProbaMixin
 from privtune.linear_model._input import _numeric_rows, _numeric_table, _public_shape
 from privtune.neural_network._objective import (
     ACTIVATIONS,
@@ -71,7 +71,7 @@ def _check_hidden(value: Any, owner: str) -> tuple[int, ...]:
     return tuple(int(h) for h in value)
 
 
-class DPMLPClassifier(ClassifierMixin, BaseEstimator):
+class DPMLPClassifier(_LogisticProbaMixin, ClassifierMixin, BaseEstimator):
     r"""A small multilayer-perceptron classifier with differential privacy (DP-BLSGD, neural-network mode).
 
     ``fit`` trains a fully connected network (``hidden_layer_sizes``,
@@ -590,39 +590,6 @@ class DPMLPClassifier(ClassifierMixin, BaseEstimator):
         """
         f = self._logits(X)
         return f[:, 0] if f.shape[1] == 1 else f
-
-    def predict_proba(self, X: Any) -> np.ndarray:
-        """Class probabilities (sigmoid or softmax of the logits).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-        """
-        f = self._logits(X)
-        if f.shape[1] == 1:
-            p = expit(f[:, 0])
-            return np.column_stack((1.0 - p, p))
-        return softmax(f, axis=1)
-
-    def predict_log_proba(self, X: Any) -> np.ndarray:
-        """Logarithm of :meth:`predict_proba`, computed stably.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-        """
-        f = self._logits(X)
-        if f.shape[1] == 1:
-            return np.column_stack((log_expit(-f[:, 0]), log_expit(f[:, 0])))
-        return log_softmax(f, axis=1)
 
     def predict(self, X: Any) -> np.ndarray:
         """Predicted class labels.

@@ -97,8 +97,9 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
     noise grid exists (returns None); skips the events and their composition,
     which only a run needs. ``budget_share``: the run spends this share of the
     budget of ``(epsilon, delta)`` (see :func:`privtune.optim.dp_accelerated`).
-    ``loss="multinomial"`` needs ``n_classes = K``; ``d`` is then the number of
-    coefficients, ``K`` times the rows' width.
+    The K-class losses (``"multinomial"``, ``"multiclass_smoothed_hinge"``) need
+    ``n_classes = K``; ``d`` is then the number of coefficients, ``K`` times the
+    rows' width.
     """
     _choice(solver, "solver", SOLVERS, owner)
     if horizon is None:  # the function API's historical behaviour: the paper's T* for *-opt, else n_iter

@@ -214,6 +214,10 @@ class MarginLoss:
           block's ``c_b^T U_b`` runs in float64 and the blocks' sums are added
           with :func:`math.fsum`.
 
+        (The summation is :func:`_weighted_row_mean`, which
+        :meth:`SoftmaxLoss.gradient` applies to each class's column of
+        coefficients.)
+
         The sum is then divided by ``n`` and multiplied by ``1 - s``,
         ``s = 2**-13``.
 

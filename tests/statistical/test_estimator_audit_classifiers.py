@@ -121,8 +121,9 @@ def mlp(seed):
     return DPMLPClassifier(**MLP_KW, random_state=seed)
 
 
-def fit_sampler(make, X, y, point, first_seed, claims):
-    """``sample(k)``: ``decision_function(point)`` of ``k`` fits ``make(seed).fit(X, y)`` at consecutive seeds.
+def fit_sampler(make, X, y, point, first_seed, claims, statistic=lambda scores: scores[0]):
+    """``sample(k)``: ``statistic(decision_function(point))`` of ``k`` fits ``make(seed).fit(X, y)`` at consecutive
+    seeds (by default the one score at the one point).
 
     Appends every fit's ``privacy_spent_`` to ``claims``.
     """
@@ -133,20 +134,20 @@ def fit_sampler(make, X, y, point, first_seed, claims):
         for i in range(k):
             clf = make(state["next"] + i).fit(X, y)
             claims.append((float(clf.privacy_spent_.epsilon), float(clf.privacy_spent_.delta)))
-            out[i] = clf.decision_function(point)[0]
+            out[i] = statistic(clf.decision_function(point))
         state["next"] += k
         return out
 
     return sample
 
 
-def run_audit(make, X_d, y_d, X_dp, y_dp, point, n_samples):
+def run_audit(make, X_d, y_d, X_dp, y_dp, point, n_samples, statistic=lambda scores: scores[0]):
     """Audit ``make``'s fit on the pair (D, D') at the claim read off its fits. Returns (result, claim)."""
     spent = make(0).fit(X_d, y_d).privacy_spent_  # one public fit reads the claim (a function of the hyperparameters)
     claim = (float(spent.epsilon), float(spent.delta))
     claims: list = []
-    res = audit_mechanism(fit_sampler(make, X_d, y_d, point, SEED_D, claims),
-                          fit_sampler(make, X_dp, y_dp, point, SEED_DP, claims), epsilon=claim[0],
+    res = audit_mechanism(fit_sampler(make, X_d, y_d, point, SEED_D, claims, statistic),
+                          fit_sampler(make, X_dp, y_dp, point, SEED_DP, claims, statistic), epsilon=claim[0],
                           delta=claim[1], n_samples=n_samples, confidence=1 - ALPHA, random_state=0)
     assert len(claims) == 2 * n_samples and set(claims) == {claim}, "every fit must claim the same budget"
     return res, claim
@@ -302,33 +303,11 @@ def logistic_3(seed):
     return DPLogisticRegression(classes=MC_CLASSES, random_state=seed)
 
 
-def run_multiclass_audit(n_samples, make=None, pair=(1, 2)):
+def run_multiclass_audit(n_samples, make=None, pair=(0, 1)):
     """Audit a three-class fit (``make``, default DPLinearSVC) on (D, D') with ``score_a - score_b`` at ``x = 1``."""
-    make = linear_svc_3 if make is None else make
     a, b = pair
-    claim_fit = make(0).fit(X_MC_D, Y_MC_D)
-    claim = (float(claim_fit.privacy_spent_.epsilon), float(claim_fit.privacy_spent_.delta))
-    claims: list = []
-
-    def sampler(X, y, first_seed):
-        state = {"next": first_seed}
-
-        def sample(k: int) -> np.ndarray:
-            out = np.empty(k)
-            for i in range(k):
-                clf = make(state["next"] + i).fit(X, y)
-                claims.append((float(clf.privacy_spent_.epsilon), float(clf.privacy_spent_.delta)))
-                scores = clf.decision_function(LIN_POINT)[0]
-                out[i] = scores[a] - scores[b]
-            state["next"] += k
-            return out
-
-        return sample
-
-    res = audit_mechanism(sampler(X_MC_D, Y_MC_D, SEED_D), sampler(X_MC_DP, Y_MC_DP, SEED_DP), epsilon=claim[0],
-                          delta=claim[1], n_samples=n_samples, confidence=1 - ALPHA, random_state=0)
-    assert len(claims) == 2 * n_samples and set(claims) == {claim}, "every fit must claim the same budget"
-    return res, claim
+    return run_audit(linear_svc_3 if make is None else make, X_MC_D, Y_MC_D, X_MC_DP, Y_MC_DP, LIN_POINT, n_samples,
+                     statistic=lambda scores: scores[0, a] - scores[0, b])
 
 
 def test_multiclass_linear_svc_passes_audit():
