@@ -1,8 +1,8 @@
 r"""Margin losses of the seed-002 trainers, their public constants, and row clipping.
 
-(:class:`SoftmaxLoss`, the multinomial loss of K classes with clipped residuals, is privtune's extension for
-``DPLogisticRegression`` with more than two classes; its constants are in its own docstring. Everything below is
-about the margin losses.)
+(:class:`SoftmaxLoss`, the losses of K classes with clipped residuals -- the multinomial loss and a smoothed
+Crammer & Singer hinge -- is privtune's extension for the classifiers with more than two classes; its constants are
+in its own docstring. Everything below is about the margin losses.)
 
 Both losses are functions of the margin ``m = z u^T w`` of a row ``u`` with label
 ``z`` in {-1, +1}; the gradient of one example's data term is ``phi'(m) z u``.
