@@ -40,10 +40,8 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import sklearn  # noqa: E402
 from sklearn.datasets import load_digits, load_iris, load_wine, make_classification  # noqa: E402
-from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
-from sklearn.svm import SVC, LinearSVC  # noqa: E402
 
 import privtune  # noqa: E402
 from privtune.linear_model import DPLogisticRegression  # noqa: E402
@@ -51,8 +49,8 @@ from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # the side venv's diffprivlib worker (the same LogisticRegression(epsilon, data_norm=1) call), Opacus' DP-SGD (its
-# softmax loss) and the monotonicity rule
-from dp_trainer_peer_table import DEFAULT_PEER, monotone, opacus_acc, run_diffprivlib  # noqa: E402
+# softmax loss), the non-private references and the monotonicity rule
+from dp_trainer_peer_table import DEFAULT_PEER, monotone, opacus_acc, reference, run_diffprivlib  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results"
 EPS = (0.1, 0.3, 1.0, 3.0, 10.0)
@@ -78,14 +76,6 @@ def prepare(X, y):
     X = StandardScaler().fit_transform(X)
     X = X / np.maximum(1e-12, np.linalg.norm(X, axis=1, keepdims=True))
     return train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
-
-
-def reference(name, Xtr, ytr, Xte, yte, est) -> float:
-    if name == "DPLogisticRegression":
-        return float(LogisticRegression(C=est.C, max_iter=5000).fit(Xtr, ytr).score(Xte, yte))
-    if name == "DPLinearSVC":
-        return float(LinearSVC(C=est.C, max_iter=20000).fit(Xtr, ytr).score(Xte, yte))
-    return float(SVC(C=est.C, gamma=est.gamma).fit(Xtr, ytr).score(Xte, yte))
 
 
 def main() -> None:
