@@ -608,7 +608,10 @@ _PRIVACY_DOC = """
     ``r = p - e_y`` (``p`` a softmax: of the scores for the multinomial
     logistic model, of the scores plus the margin 1 outside the row's class,
     over ``smoothing``, for the SVMs' smoothed multiclass hinge), each row's
-    ``r`` clipped to the L2 norm ``c = min(2 kappa sqrt((K - 1) / K), sqrt(2))``:
+    ``r`` clipped to the L2 norm ``c = min((kappa / kappa_0) r_0, sqrt(2))``
+    (``r_0`` the residual's norm at ``W = 0``, ``kappa_0`` the default
+    ``max_slope``: nothing is clipped at the start by default; for the
+    multinomial model ``c = 2 kappa sqrt((K - 1) / K)``):
     the per-example sensitivity is ``2 c R_2`` (L2) or
     ``2 min(2, sqrt(K) c) R_1`` (L1), whatever K, and the event charged is
     the same as for two classes. With ``classes=None`` the number of classes

@@ -343,11 +343,14 @@ class SoftmaxLoss:
     ``(p - e_y) u^T`` of its cross-entropy. **Residual clipping** (privtune's
     extension, the multinomial analogue of ``max_slope``): the residual
     ``r = p - e_y`` is scaled down to the L2 norm
-    ``c = 2 kappa sqrt((K - 1) / K)`` when it is longer. ``kappa = 1/2`` (the
-    logistic default) is the norm of ``r`` at ``W = 0`` (``p`` uniform), so
-    nothing is clipped at the start, and for ``K = 2`` it is the binary
-    logistic clip ``|phi'| <= 1/2``; the clip is at most ``sqrt(2)``, the largest
-    norm ``r`` can have (``kappa = 1`` never clips).
+    ``c = min((kappa / kappa_0) r_0, sqrt(2))`` when it is longer, with ``r_0``
+    the norm of ``r`` at ``W = 0`` (public: it depends on K, the margin and
+    ``h`` only) and ``kappa_0`` the binary loss's default ``max_slope`` (1/2
+    for logistic, 1 for the hinge): at its default an estimator clips nothing
+    at the start, as in the binary case. For the multinomial loss ``p`` is
+    uniform at ``W = 0``, ``r_0 = sqrt((K - 1) / K)`` and
+    ``c = 2 kappa sqrt((K - 1) / K)``; for ``K = 2`` it is the binary logistic
+    clip ``|phi'| <= 1/2``. ``sqrt(2)`` is the largest norm ``r`` can have.
 
     **Multiclass smoothed hinge** (``margin = 1``, ``smoothing = h``; the SVMs'
     loss for ``K > 2``, privtune's extension): the same with the logits
@@ -377,7 +380,16 @@ class SoftmaxLoss:
         self.margin = float(margin)
         self.smoothing = float(smoothing)
         self.name = MULTINOMIAL if self.margin == 0.0 else MULTICLASS_HINGE
-        self.clip = min(2.0 * self.max_slope * math.sqrt((self.n_classes - 1) / self.n_classes), math.sqrt(2.0))
+        # The clip scales the residual's norm at W = 0 (public: K, margin, h) by max_slope over the binary loss's
+        # default max_slope (1/2 logistic, 1 hinge): at its default, an estimator clips nothing at the start.
+        start = np.full((1, self.n_classes), self.margin / self.smoothing)
+        start[0, 0] = 0.0
+        p = np.exp(start - start.max())
+        p /= p.sum()
+        p[0, 0] -= 1.0
+        self.start_norm = float(np.sqrt(np.sum(p * p)))
+        default_slope = 0.5 if self.margin == 0.0 else 1.0
+        self.clip = min(self.max_slope / default_slope * self.start_norm, math.sqrt(2.0))
 
     def coefficient_bound(self, norm: int) -> float:
         """Bound on one example's coefficients ``r``: ``c`` in L2 (``norm=2``), ``min(2, sqrt(K) c)`` in L1."""

@@ -379,9 +379,11 @@ def dp_accelerated(
         label makes its row the zero row), the model is ``K`` weight vectors
         and ``x`` (and every iterate) has ``K * n_features`` entries,
         ``x.reshape(K, n_features)``. ``max_slope = kappa`` clips each row's
-        residual ``p - e_y`` to the L2 norm
-        ``c = min(2 kappa sqrt((K - 1) / K), sqrt(2))`` (nothing at the start
-        of the multinomial loss with ``kappa = 1/2``), so the per-example
+        residual ``p - e_y`` to the L2 norm ``c = min((kappa / kappa_0) r_0,
+        sqrt(2))``, ``r_0`` the residual's norm at ``W = 0`` and ``kappa_0``
+        the binary loss's default (1/2 multinomial, 1 hinge: nothing is
+        clipped at the start at those values; ``c = 2 kappa sqrt((K - 1) / K)``
+        for the multinomial loss), so the per-example
         sensitivity is ``2 c R_2`` (L2, Gaussian) or ``2 min(2, sqrt(K) c) R_1``
         (L1, Laplace); the smoothness is ``R_2**2 / (2 h) + alpha`` (``h = 1``
         for the multinomial loss; :class:`privtune.optim._losses.SoftmaxLoss`).

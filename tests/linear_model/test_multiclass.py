@@ -32,6 +32,13 @@ def _three_blobs(seed: int, n: int = 1500, d: int = 4):
     return X, np.array(["a", "b", "c"])[y]
 
 
+def _start_norm(k: int, margin: float, h: float = 1.0) -> float:
+    """|p - e_y| at W = 0: p the softmax of margin / h off the row's class and 0 on it."""
+    e = math.exp(margin / h)
+    p_y, p_j = 1.0 / (1.0 + (k - 1) * e), e / (1.0 + (k - 1) * e)
+    return math.sqrt((1.0 - p_y) ** 2 + (k - 1) * p_j**2)
+
+
 def _precision(result) -> float:
     return float(np.sum(1.0 / result.extra["noise_multipliers"] ** 2))
 
@@ -79,8 +86,9 @@ def test_k_classes_are_one_run_with_the_whole_budget(cls, epsilon, k):
     assert len(acc.entries) == 1 and acc.entries[0].event == clf.privacy_event_
     assert clf.privacy_event_.noise_multiplier == nm  # what one binary fit charges
     assert _precision(clf.optimize_result_) == pytest.approx(1.0 / nm**2, rel=1e-12)
-    # the per-example L2 sensitivity: 2 x the residual clip min(2 kappa sqrt((K - 1) / K), sqrt(2)) x the row bound
-    clip = min(2 * clf.max_slope * math.sqrt((k - 1) / k), math.sqrt(2))
+    # the per-example L2 sensitivity: 2 x the residual clip x the row bound; at the defaults the clip is the
+    # residual's norm at W = 0 (nothing clipped at the start)
+    clip = _start_norm(k, 0.0 if cls is DPLogisticRegression else 1.0)
     assert clf.optimize_result_.sensitivity == pytest.approx(2 * clip * math.sqrt(1.25))
     assert clf.privacy_spent_.epsilon <= epsilon
     assert clf.privacy_spent_.epsilon == pytest.approx(compose_events([clf.privacy_event_], delta=1e-6).epsilon,

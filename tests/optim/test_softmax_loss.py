@@ -142,6 +142,7 @@ def test_the_multiclass_smoothed_hinge_is_a_smooth_crammer_singer_hinge(h):
     w = rng.normal(size=k * d) * 2
     loss = SoftmaxLoss(k, max_slope=1.0, margin=1.0, smoothing=h)
     assert loss.name == "multiclass_smoothed_hinge" and loss.curvature_bound() == pytest.approx(0.5 / h)
+    loss.clip = math.sqrt(2.0)  # the largest residual norm: no clipping (the loss's own gradient is checked here)
     g = loss.gradient(w, U, z, 0.0)
     step = 1e-6
     fd = np.array([(loss.objective(w + step * e, U, z, 0.0) - loss.objective(w - step * e, U, z, 0.0)) / (2 * step)
@@ -174,3 +175,19 @@ def test_runs_with_budget_shares_compose_to_one_run(noise):
     else:
         assert math.fsum(r.epsilon for r in parts) <= 1.0 and full.epsilon <= 1.0
         assert parts[0].epsilon == pytest.approx(1 / 3, rel=1e-9)
+
+
+@pytest.mark.parametrize("k", [2, 3, 10])
+@pytest.mark.parametrize(("margin", "h", "kappa"), [(0.0, 1.0, 0.5), (1.0, 1.0, 1.0), (1.0, 0.5, 1.0)])
+def test_at_the_default_slope_nothing_is_clipped_at_the_start(k, margin, h, kappa):
+    """The clip is (kappa / kappa_0) times the residual's norm at W = 0 (kappa_0: 1/2 multinomial, 1 hinge), so at
+    the estimators' defaults the first step's residuals are unclipped, and half the slope halves the clip."""
+    loss = SoftmaxLoss(k, max_slope=kappa, margin=margin, smoothing=h)
+    e = math.exp(margin / h)
+    p_y, p_j = 1 / (1 + (k - 1) * e), e / (1 + (k - 1) * e)
+    r0 = math.sqrt((1 - p_y) ** 2 + (k - 1) * p_j**2)
+    assert loss.clip == pytest.approx(min(r0, math.sqrt(2)), rel=1e-12)
+    start = loss.residuals(loss._logits(np.zeros((k, k)), np.arange(k)), np.arange(k))
+    np.testing.assert_allclose(np.linalg.norm(start, axis=1), r0 * (1 - 2**-20), rtol=1e-12)
+    half = SoftmaxLoss(k, max_slope=kappa / 2, margin=margin, smoothing=h)
+    assert half.clip == pytest.approx(loss.clip / 2, rel=1e-12)
