@@ -26,8 +26,8 @@ mean 5 and 10); for the logistic model also n_iter = 20 with each; and, as a bas
 estimator at its defaults, one fit with the training role's whole budget). The per-fit ε is
 ``PrivateSearchCV.largest_fit_epsilon``: the largest whose up-front training plan fits the budget
 (``best_estimator_`` is the selected candidate's, or run's, own fit, so no refit is paid for); breast cancer,
-digits as 0-4 against 5-9 and with its 10 classes (since 2026-11-27; the estimators then fit one multinomial
-model or one-vs-rest runs; summarised apart) and a 5 000-row synthetic set (rows scaled to unit norm, a
+digits as 0-4 against 5-9 and with its 10 classes (since 2026-11-27; the estimators then fit one weight vector
+per class in one run; summarised apart) and a 5 000-row synthetic set (rows scaled to unit norm, a
 public bound); 20 seeds; test accuracy of the
 released model, the share of seeds that return the majority-class model, and the non-private
 ``LogisticRegression`` ceiling.

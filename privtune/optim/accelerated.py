@@ -221,15 +221,15 @@ def _run(X: Any, y: Any, *, add_noise: bool, accountant: Any, phase: str, **kw: 
     if not isinstance(phase, str):
         raise InvalidParameterError(f"The 'phase' parameter of {owner} must be a str. Got {phase!r} instead.")
     k = kw.get("n_classes")
-    multinomial = (kw.get("loss") in MULTICLASS_LOSSES and isinstance(k, (int, np.integer))
-                   and not isinstance(k, bool))
-    plan = _make_plan(n=n, d=d * int(k) if multinomial else d, accountant=accountant, owner=owner, **kw)
+    multiclass = (kw.get("loss") in MULTICLASS_LOSSES and isinstance(k, (int, np.integer))
+                  and not isinstance(k, bool))  # else _make_plan refuses n_classes before anything is read
+    plan = _make_plan(n=n, d=d * int(k) if multiclass else d, accountant=accountant, owner=owner, **kw)
     y = label_entries(y)  # a list's entries each read on their own
     _check_label_shape(y, n, owner)
     if accountant is not None:
         accountant.check(plan.total)  # refuses an over-budget run before any value of X is read
         accountant.spend(plan.total, phase=phase, role="training")  # write-ahead, before any value is read
-    U, z = _read_data(X, y, n, d, owner, plan.loss.n_classes if multinomial else None)
+    U, z = _read_data(X, y, n, d, owner, plan.loss.n_classes if multiclass else None)
     U = np.asarray(clip_rows(U, plan.r1, plan.r2, mode=plan.clip, owner=owner))  # a plain view from here on
     return _execute(plan, U, z, noise=add_noise)
 

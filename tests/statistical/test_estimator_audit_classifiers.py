@@ -342,10 +342,11 @@ def test_multiclass_linear_svc_twin_without_row_clipping_is_flagged(monkeypatch)
     assert res.violation and res.epsilon_lower_bound > 2 * claim[0], str(res)
 
 
-def test_multinomial_logistic_pair_attains_its_sensitivity(monkeypatch):
+def test_multinomial_logistic_pair_reaches_the_trainer_clipped(monkeypatch):
     """The three-class DPLogisticRegression fit is one multinomial run (residual clip ``c = sqrt(2/3)``, the
     residual's norm at ``W = 0``): row 0 reaches the trainer clipped to the declared bound, with class index 0
-    in ``D`` and 1 in ``D'``. At ``W = 0`` its residuals are ``(-2/3, 1/3, 1/3)`` and ``(1/3, -2/3, 1/3)``."""
+    in ``D`` and 1 in ``D'``. At ``W = 0`` its residuals are ``(-2/3, 1/3, 1/3)`` and ``(1/3, -2/3, 1/3)``: their
+    difference has norm ``sqrt(2)``, 87 % of the declared ``2 c``."""
     seen = spy_on_trainer_inputs(monkeypatch)
     bound = math.hypot(1.0, INTERCEPT_SCALING)
     for y, label in ((Y_MC_D, 0.0), (Y_MC_DP, 1.0)):
