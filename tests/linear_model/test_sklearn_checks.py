@@ -19,7 +19,8 @@ _COMMON = dict(epsilon=1e4, max_iter=10, random_state=0)
 ESTIMATORS = [
     DPLogisticRegression(data_norm=10.0, C=100.0, **_COMMON),
     DPLinearSVC(data_norm=10.0, C=100.0, **_COMMON),
-    DPSVC(C=100.0, gamma=0.5, n_components=50, **_COMMON),
+    DPSVC(C=100.0, gamma=0.5, n_components=50, features="fourier", **_COMMON),
+    DPSVC(C=100.0, gamma=0.5, features="taylor", degree=3, **_COMMON),
     DPLogisticRegression(data_norm=10.0, C=100.0, solver="line-search", epsilon=1e4, random_state=0),
 ]
 

@@ -12,7 +12,13 @@ from hypothesis.extra.numpy import arrays
 
 from privtune.accounting import Accountant, Budget
 from privtune.exceptions import BudgetExceededError, InvalidParameterError
-from privtune.svm import DPSVC, DPLinearSVC
+from privtune.svm import DPSVC as _DPSVC
+from privtune.svm import DPLinearSVC
+
+
+def DPSVC(**params):  # noqa: N802 - stands for the class in this file
+    """``DPSVC`` on its random Fourier map, the map this file tests (the Taylor map: ``test_taylor_features.py``)."""
+    return _DPSVC(**{"features": "fourier", **params})
 
 
 def _circle(seed: int, n: int = 3000):

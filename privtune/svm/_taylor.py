@@ -1,0 +1,113 @@
+r"""Deterministic Taylor (Maclaurin) features of the RBF kernel for ``DPSVC(features="taylor")``.
+
+For inputs ``u, u'`` in the closed unit ball and ``g = gamma r**2`` (``r`` the
+public reference norm the inputs are clipped to and divided by),
+
+.. math:: e^{-g\|u - u'\|^2} = e^{-g\|u\|^2} e^{-g\|u'\|^2}
+   \sum_{k \ge 0} \frac{(2g)^k}{k!} (u^\top u')^k ,
+
+and ``(u^T u')^k = <m_k(u), m_k(u')>`` exactly, where ``m_k(u)`` lists the
+``C(d + k - 1, k)`` degree-``k`` monomials ``u_{i_1} ... u_{i_k}``
+(``i_1 <= ... <= i_k``), each times the square root of its multinomial
+coefficient ``k! / prod_j c_j!`` (``c_j`` the multiplicity of index ``j``).
+The map used is the series truncated at degree ``K``, without its constant
+term (the intercept's job) and scaled to norm 1 at ``||u|| = 1``:
+
+.. math:: \tau(u) = \Big[\sqrt{a_k / S}\; m_k(u)\Big]_{k = 1..K}, \qquad
+   a_k = \frac{(2g)^k}{k!}, \quad S = \sum_{k=1}^{K} a_k ,
+
+so ``<tau(u), tau(u')> = sum_k a_k (u^T u')^k / S`` and
+``||tau(u)||_2**2 = sum_k a_k ||u||**(2k) / S <= 1``. The row factors
+``e^{-g ||u||^2}`` are left out: they are the constant ``e^{-g}`` on rows of
+norm ``r`` (rows scaled to unit norm, privtune's convention for its linear DP
+estimators), where the map is the Maclaurin truncation of the RBF kernel up to
+its constant term and a scale. It is **not** a close approximation of that
+kernel at ``g >= 1`` and small ``K`` (at ``g = 1`` and ``K = 2`` the dropped
+terms are 32 % of ``e^{2g}``): it is the polynomial kernel with the RBF's
+Maclaurin weights, a fixed, data-independent map whose dimension, unlike random
+features', carries no approximation noise (Cotter, Keshet & Srebro 2011 compare
+the two maps without privacy).
+
+Everything here depends on public quantities only (``d``, ``K``, ``gamma``,
+``r``); nothing is read off the data.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from itertools import combinations_with_replacement
+
+import numpy as np
+
+__all__ = ["taylor_dimension", "taylor_degree_for", "taylor_map", "MAX_TAYLOR_DEGREE"]
+
+#: Largest degree of the Taylor map (``degree`` is validated against it).
+MAX_TAYLOR_DEGREE = 10
+
+#: Rows per block when the monomials are formed (bounds the temporary array of a block).
+_BLOCK_ELEMENTS = 1 << 22
+
+
+def taylor_dimension(n_features: int, degree: int) -> int:
+    """Number of columns of the degree-``degree`` map on ``n_features`` inputs: ``C(d + K, K) - 1``."""
+    return math.comb(int(n_features) + int(degree), int(degree)) - 1
+
+
+def taylor_degree_for(n_features: int, budget: int) -> int:
+    """``degree="auto"``: the largest ``K`` in ``[2, 8]`` whose map has at most ``budget`` columns (at least 2)."""
+    degree = 2
+    while degree < 8 and taylor_dimension(n_features, degree + 1) <= budget:
+        degree += 1
+    return degree
+
+
+@lru_cache(maxsize=32)
+def _monomials(n_features: int, degree: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """Per degree ``k = 1..K``: the index tuples (``(m_k, k)`` ints) and ``sqrt(multinomial)`` weights."""
+    out = []
+    for k in range(1, degree + 1):
+        index = np.array(list(combinations_with_replacement(range(n_features), k)), dtype=np.intp).reshape(-1, k)
+        weights = np.empty(len(index))
+        for row, combo in enumerate(index):
+            counts = np.bincount(combo)
+            weights[row] = math.sqrt(math.factorial(k) / math.prod(math.factorial(int(c)) for c in counts))
+        index.setflags(write=False)
+        weights.setflags(write=False)
+        out.append((index, weights))
+    return tuple(out)
+
+
+def taylor_coefficients(g: float, degree: int) -> np.ndarray:
+    """``sqrt(a_k / S)`` for ``k = 1..K`` (module docstring), computed in log space (no overflow for any ``g``)."""
+    two_g = 2.0 * float(g)
+    if not 0.0 < two_g < math.inf:  # 2g overflowed: all weight on the top degree; underflowed to 0: on degree 1
+        share = np.zeros(degree)
+        share[-1 if two_g > 0.0 else 0] = 1.0
+        return np.sqrt(share)
+    ks = np.arange(1, degree + 1, dtype=np.float64)
+    log_a = ks * math.log(two_g) - np.array([math.lgamma(k + 1.0) for k in ks])
+    share = np.exp(log_a - log_a.max())
+    return np.sqrt(share / share.sum())
+
+
+def taylor_map(U: np.ndarray, g: float, degree: int, linear_share: float = 0.0) -> np.ndarray:
+    """The map ``tau`` of rows ``U`` of L2 norm at most 1 (module docstring); norm at most 1 up to rounding.
+
+    With ``linear_share=s`` the kernel is ``s u^T u' + (1 - s) <tau(u), tau(u')>``: the degree-1 block's squared
+    scale becomes ``s + (1 - s) a_1 / S`` and every other block's ``(1 - s) a_k / S`` (no duplicated columns).
+    """
+    n, d = U.shape
+    squares = (1.0 - linear_share) * taylor_coefficients(g, degree) ** 2
+    squares[0] += linear_share
+    scales = np.sqrt(squares)
+    blocks = []
+    for scale, (index, weights) in zip(scales, _monomials(d, degree), strict=True):
+        m, k = index.shape
+        cols = np.empty((n, m))
+        step = max(1, _BLOCK_ELEMENTS // max(1, m * k))
+        for start in range(0, n, step):
+            part = U[start:start + step]
+            cols[start:start + step] = np.prod(part[:, index], axis=2)
+        blocks.append(cols * (scale * weights))
+    return np.hstack(blocks)

@@ -1,0 +1,141 @@
+"""DPSVC's deterministic Taylor features (``features="taylor"``) and the ``features="auto"`` rule."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from sklearn.base import clone
+
+from privtune.accounting import Accountant, Budget
+from privtune.exceptions import InvalidParameterError
+from privtune.svm import DPSVC
+from privtune.svm._taylor import taylor_coefficients, taylor_degree_for, taylor_dimension, taylor_map
+
+
+def _unit_rows(seed: int, n: int, d: int) -> np.ndarray:
+    U = np.random.default_rng(seed).normal(size=(n, d))
+    return U / np.maximum(1.0, np.linalg.norm(U, axis=1, keepdims=True)) * 0.999
+
+
+@pytest.mark.parametrize("d,degree", [(1, 5), (2, 8), (3, 4), (7, 2), (12, 3)])
+@pytest.mark.parametrize("g,share", [(0.05, 0.0), (1.0, 0.0), (1.0, 0.25), (7.0, 0.6)])
+def test_taylor_map_computes_the_truncated_series_exactly(d, degree, g, share):
+    """<tau(u), tau(u')> = s u.u' + (1 - s) sum_{k=1..K} a_k (u.u')^k / S, a_k = (2g)^k / k! (module docstring):
+    the monomials with their multinomial weights reproduce every power of the inner product."""
+    U = _unit_rows(d * degree, 9, d)
+    F = taylor_map(U, g, degree, share)
+    assert F.shape == (9, taylor_dimension(d, degree)) == (9, math.comb(d + degree, degree) - 1)
+    a = np.array([(2 * g) ** k / math.factorial(k) for k in range(1, degree + 1)])
+    G = U @ U.T
+    series = sum(a[k - 1] * G ** k for k in range(1, degree + 1)) / a.sum()
+    np.testing.assert_allclose(F @ F.T, share * G + (1 - share) * series, rtol=1e-10, atol=1e-12)
+    assert np.all(np.linalg.norm(F, axis=1) <= 1.0)
+
+
+def test_taylor_coefficients_saturate_instead_of_overflowing():
+    np.testing.assert_allclose(taylor_coefficients(1e308, 4), [0, 0, 0, 1])
+    np.testing.assert_allclose(taylor_coefficients(0.0, 4), [1, 0, 0, 0])
+    c = taylor_coefficients(1e200, 3)  # 2g finite but (2g)^k overflows a float: computed in log space
+    assert np.all(np.isfinite(c)) and c[-1] == pytest.approx(1.0)
+    np.testing.assert_allclose(np.sum(taylor_coefficients(0.7, 6) ** 2), 1.0)
+
+
+def test_auto_degree_fills_the_feature_budget():
+    assert taylor_degree_for(20, 500) == 2  # 230 columns; degree 3 would be 1 770
+    assert taylor_degree_for(2, 100) == 8  # 44 columns, the top degree
+    assert taylor_degree_for(64, 100) == 2  # never below 2, even over the budget (2 144 columns)
+    assert taylor_dimension(5, 3) == 55 and taylor_dimension(5, 4) == 125
+    assert taylor_degree_for(5, 124) == 3 and taylor_degree_for(5, 125) == 4
+
+
+@pytest.mark.parametrize("n,d,expected", [(14000, 20, "taylor"), (3500, 20, "fourier"), (398, 30, "fourier"),
+                                          (1400, 2, "taylor"), (879, 2, "fourier"), (880, 2, "taylor")])
+def test_auto_rule_reads_public_sizes_only(n, d, expected):
+    """Taylor when n >= 20 x its columns (degree "auto"); every choice is a function of (n, d) and parameters."""
+    kind, columns, degree = DPSVC()._feature_map_for(n, d)
+    assert kind == expected
+    if kind == "taylor":
+        assert n >= 20 * columns and columns == taylor_dimension(d, degree)
+    rows = np.random.default_rng(0).normal(size=(n, d))
+    clf = DPSVC(epsilon=1.0, classes=[0, 1], random_state=0, max_iter=2).fit(rows, np.arange(n) % 2)
+    assert clf.features_ == expected and clf.n_components_ == columns and clf.coef_.shape[1] == (
+        columns if kind == "taylor" else columns + d)
+    assert hasattr(clf, "random_weights_") == (kind == "fourier")
+
+
+def test_taylor_fit_declares_the_same_event_and_sensitivity_as_fourier():
+    """Both maps are public and clipped to the L2 norm 1: the Gaussian fit's event and its noise are the same."""
+    X = _unit_rows(3, 3000, 2)
+    y = (np.linalg.norm(X, axis=1) < 0.6).astype(int)
+    fits = {f: DPSVC(features=f, epsilon=2.0, classes=[0, 1], random_state=0) for f in ("fourier", "taylor")}
+    assert fits["taylor"]._fit_privacy_event() == fits["fourier"]._fit_privacy_event()
+    for clf in fits.values():
+        clf.fit(X, y)
+    assert fits["taylor"].optimize_result_.sensitivity == pytest.approx(fits["fourier"].optimize_result_.sensitivity)
+    spent = [fits[f].privacy_spent_ for f in ("taylor", "fourier")]  # other horizons: rounding apart only
+    assert spent[0].delta == spent[1].delta and spent[0].epsilon == pytest.approx(spent[1].epsilon, rel=1e-12)
+    assert fits["taylor"].score(X, y) > 0.9  # a circle: exact in the degree-2 monomials
+
+
+@settings(deadline=None, max_examples=60)
+@given(X=arrays(np.float64, (6, 3), elements=st.floats(-1.7e308, 1.7e308)), degree=st.integers(1, 6),
+       gamma=st.floats(1e-300, 1e300), share=st.floats(0.0, 0.99), ref=st.sampled_from([1.0, 1e-3, 50.0, None]))
+def test_taylor_rows_satisfy_the_declared_bounds(X, degree, gamma, share, ref):
+    """Any finite input, huge or tiny, and any gamma: finite rows inside the declared L1 / L2 bounds."""
+    clf = DPSVC(features="taylor", degree=degree, gamma=gamma, linear_share=share, reference_norm=ref,
+                random_state=0, max_iter=1)
+    clf.fit(np.vstack((np.zeros((7, 3)), np.ones((7, 3)))), np.r_[np.zeros(7), np.ones(7)])
+    U = clf._features(X, fitting=False)
+    r1, r2 = clf._feature_bounds(3)
+    assert np.all(np.isfinite(U)) and U.shape == (6, taylor_dimension(3, degree))
+    assert np.all(np.linalg.norm(U, axis=1) <= r2 * (1 + 1e-12))
+    assert np.all(np.abs(U).sum(axis=1) <= r1 * (1 + 1e-12))
+
+
+def test_non_finite_inputs_are_mapped_alike_in_fit_and_predict():
+    X = _unit_rows(4, 400, 3)
+    X[0, 1], X[1, 0] = np.nan, np.inf
+    y = np.arange(400) % 2
+    clf = DPSVC(features="taylor", epsilon=3.0, classes=[0, 1], random_state=0).fit(X, y)
+    Xf = np.where(np.isfinite(X), X, 0.0)
+    np.testing.assert_array_equal(clf.decision_function(X), clf.decision_function(Xf))
+    assert np.isfinite(clf.coef_).all()
+
+
+def test_parameters_validated_before_spending():
+    X, y = _unit_rows(5, 100, 3), np.arange(100) % 2
+    acc = Accountant(Budget(10.0, 1e-5))
+    for bad in ({"features": "nystroem"}, {"features": None}, {"degree": 0}, {"degree": 11}, {"degree": 2.5},
+                {"degree": "high"}):
+        with pytest.raises(InvalidParameterError, match="'features'|'degree'"):
+            DPSVC(accountant=acc, classes=[0, 1], **bad).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="monomials"):  # C(400 + 10, 10) columns: public sizes
+        DPSVC(accountant=acc, classes=[0, 1], features="taylor", degree=10).fit(np.zeros((4, 400)), [0, 1, 0, 1])
+    assert len(acc.entries) == 0
+
+
+def test_clone_pickle_and_multiclass():
+    X = _unit_rows(6, 900, 2)
+    y = np.digitize(np.linalg.norm(X, axis=1), [0.4, 0.7])
+    clf = DPSVC(features="taylor", epsilon=5.0, random_state=0).fit(X, y)
+    assert clf.coef_.shape == (3, clf.n_components_) and clf.degree_ == taylor_degree_for(2, 120)
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(again.predict(X), clf.predict(X))
+    np.testing.assert_array_equal(clone(clf).fit(X, y).coef_, clf.coef_)  # seeded: reproducible
+    assert clf.score(X, y) > 0.6
+
+
+def test_model_pickled_before_features_still_predicts_with_fourier():
+    X = _unit_rows(7, 300, 2)
+    y = (X[:, 0] > 0).astype(int)
+    clf = DPSVC(features="fourier", n_components=20, epsilon=5.0, classes=[0, 1], random_state=0).fit(X, y)
+    before = clf.decision_function(X)
+    for name in ("features_", "degree_", "n_components_"):
+        del clf.__dict__[name]  # the fitted state of a release without the parameter
+    np.testing.assert_array_equal(clf.decision_function(X), before)
