@@ -571,3 +571,63 @@ def test_mlp_twin_without_clipping_is_flagged(monkeypatch, one_torch_thread):
     switch_off_all_clipping(monkeypatch)
     res, _ = run_audit(mlp, X_MLP_D, Y_MLP_D, X_MLP_DP, Y_MLP_DP, MLP_POINT, N_MLP)
     assert res.violation, str(res)
+
+
+# ============================================================================= DPSVC, Taylor map
+TAYLOR_POINT = np.array([[1.0]])  # where row 0 of D lands after the input clip: the statistic sees its whole move
+
+
+def taylor_svc(seed):
+    return DPSVC(classes=CLASSES, random_state=seed, features="taylor")
+
+
+def test_taylor_svc_pair_exercises_input_clipping_and_labels(monkeypatch):
+    """On the Taylor map (``d = 1``, degree "auto" = 8, 8 monomials) row 0 of ``D``, ``x = 5``, is clipped to the
+    reference norm 1 before the monomials are formed, so its mapped row has norm exactly 1 (the declared bound);
+    the NaN of ``D'`` is mapped to 0, whose monomials are all 0. The twin without clipping forms ``5**k``.
+    The horizon rule takes 3 steps here (8 columns; the random features' 101 columns take 1).
+    """
+    seen = spy_on_trainer_inputs(monkeypatch)
+    bound = math.hypot(1.0, INTERCEPT_SCALING)
+    for X, y, z0 in ((X_SVC_D, Y_SVC_D, 1.0), (X_SVC_DP, Y_SVC_DP, -1.0)):
+        clf = taylor_svc(0).fit(X, y)
+        U, z = seen[-1]
+        assert clf.features_ == "taylor" and clf.degree_ == 8 and clf.n_components_ == 8 and clf.n_iter_ == 3
+        assert z[0] == z0 and np.all(z[1:] == 1.0) and np.all(np.isfinite(U))
+        if z0 == 1.0:  # at the bound (the stored rows are rounded to float32 just inside it)
+            assert bound * (1 - 1e-4) < np.linalg.norm(U[0]) <= bound
+        else:
+            assert np.all(U[0, :-1] == 0.0) and U[0, -1] == pytest.approx(INTERCEPT_SCALING, rel=1e-4)
+    switch_off_row_clipping(monkeypatch)
+    taylor_svc(0).fit(X_SVC_D, Y_SVC_D)
+    assert np.linalg.norm(seen[-1][0][0]) > 1e4  # 5**8 times its coefficient: far over the declared bound
+
+
+@pytest.mark.slow
+def test_taylor_svc_passes_audit():
+    """``DPSVC(features="taylor")`` at every other default (``gamma = 1``, ``linear_share = 0.25`` folded into
+    the degree-1 block, degree "auto" = 8 on ``d = 1``), on DPSVC's pair above (``x = 5`` with label 1 against
+    a NaN with label 0, 49 cluster rows of class 1 on ``[-0.1, 0.1]``), statistic ``decision_function(1.0)``:
+    the public point where ``x = 5`` lands after the input clip, so the statistic sees row 0's whole move.
+
+    H0: the fit is ``(0.999, 1e-6)``-DP on this pair, refuted with probability at most ``ALPHA = 1e-5``,
+    ``N = 2000`` fits per input. Measured lower bound: 0.0 (2026-11-27; counts 448 / 472 of 1 000 in the worst
+    set).
+    """
+    res, _ = run_audit(taylor_svc, X_SVC_D, Y_SVC_D, X_SVC_DP, Y_SVC_DP, TAYLOR_POINT, N_SVC)
+    assert not res.violation, str(res)
+
+
+@pytest.mark.slow
+def test_taylor_svc_twin_without_clipping_is_flagged(monkeypatch):
+    """The twin clips neither the input nor the mapped rows (``switch_off_row_clipping``: every clip reports
+    "nothing over the bound"), so ``x = 5`` enters the monomials as ``5**k`` while the rows stay marked as
+    clipped to norm 1.
+
+    Power: must be flagged at the same ``N = 2000``, seeds and ``ALPHA``. Measured lower bound 4.24
+    (2026-11-27; all 1 000 evaluation fits of ``D`` against none of ``D'`` in the worst set, the most ``N = 2000``
+    can show). The assertion asks for more than twice the claim.
+    """
+    switch_off_row_clipping(monkeypatch)
+    res, claim = run_audit(taylor_svc, X_SVC_D, Y_SVC_D, X_SVC_DP, Y_SVC_DP, TAYLOR_POINT, N_SVC)
+    assert res.violation and res.epsilon_lower_bound > 2 * claim[0], str(res)
