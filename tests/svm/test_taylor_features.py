@@ -139,3 +139,20 @@ def test_model_pickled_before_features_still_predicts_with_fourier():
     for name in ("features_", "degree_", "n_components_"):
         del clf.__dict__[name]  # the fitted state of a release without the parameter
     np.testing.assert_array_equal(clf.decision_function(X), before)
+
+
+@pytest.mark.parametrize("features", ["taylor", "fourier"])
+@pytest.mark.parametrize("share", [0.0, 0.25])
+def test_the_plan_declares_what_the_fit_uses(features, share):
+    """The plan (read before the charge, from n and d) and the fitted map agree on the columns and the declared
+    L1 / L2 bounds, so a Laplace fit's sensitivity is the planned one."""
+    X = _unit_rows(8, 600, 3)
+    y = (X[:, 0] > 0).astype(int)
+    clf = DPSVC(features=features, linear_share=share, noise="laplace", epsilon=2.0, classes=[0, 1],
+                random_state=0)
+    width, r1, r2 = clf._planned_features(600, 3)
+    clf.fit(X, y)
+    assert clf.coef_.shape[1] == width and (r1, r2) == clf._feature_bounds(3)
+    assert clf.optimize_result_.sensitivity == pytest.approx(2 * min(r1 + 0.5, math.sqrt(width + 1) * math.hypot(
+        r2, 0.5)))  # the L1 bound of the rows with the intercept column (scaling 0.5), as in test_svm.py
+    assert math.isclose(clf.privacy_spent_.epsilon, 2.0, rel_tol=1e-9) and clf.privacy_spent_.delta == 0.0
