@@ -22,12 +22,12 @@ Protocol.
 * Opacus 1.6.0 (optional in the main venv: ``.venv/bin/pip install opacus==1.6.0``, which keeps the
   installed torch): DP-SGD on a linear layer with the estimator's loss family (BCE with logits for
   logistic regression, the hinge ``max(0, 1 - z f)`` for both SVMs; ``DPSVC``'s row uses ``DPSVC``'s own
-  public random-feature map, so the comparison is like for like), ``make_private_with_epsilon`` with the
-  PRV accountant at **target epsilon eps / 2** and delta 1e-6, per-example gradient norm clipped at 1,
-  Poisson batches of expected size n / 10, 5 epochs, SGD with learning rate 1.0, no weight decay (not
-  tuned: the settings of ``benchmarks/dp_trainer_peers.py``). Opacus' guarantee is under add/remove;
-  (eps / 2, delta) add/remove gives replace-one (eps, (1 + e**(eps/2)) delta), so the eps / 2 run is the
-  like-for-like one at privtune's replace-one epsilon (with a somewhat larger delta).
+  public feature map (Taylor or random Fourier, as its default picks), so the comparison is like for like),
+  ``make_private_with_epsilon`` with the PRV accountant at **target epsilon eps / 2** and delta 1e-6,
+  per-example gradient norm clipped at 1, Poisson batches of expected size n / 10, 5 epochs, SGD with learning
+  rate 1.0, no weight decay (not tuned: the settings of ``benchmarks/dp_trainer_peers.py``). Opacus' guarantee
+  is under add/remove; (eps / 2, delta) add/remove gives replace-one (eps, (1 + e**(eps/2)) delta), so the
+  eps / 2 run is the like-for-like one at privtune's replace-one epsilon (with a somewhat larger delta).
 * Non-private references on the same rows: scikit-learn ``LogisticRegression`` / ``LinearSVC`` with the same
   C, and ``SVC(kernel="rbf")`` with the same C and gamma.
 * epsilon in {0.1, 0.3, 1, 3, 10}; the median test accuracy over noise seeds 0..S-1 (``--seeds``, default 5).
@@ -109,7 +109,7 @@ def reference(name, Xtr, ytr, Xte, yte, est) -> float:
 
 
 def svc_features(Xtr, ytr, Xte):
-    """DPSVC's own public random-feature map (drawn from its feature_seed, the same for every fit)."""
+    """DPSVC's own public feature map at its defaults (Taylor or random Fourier; the same for every fit)."""
     probe = DPSVC(epsilon=1.0, classes=[0, 1], random_state=0).fit(Xtr, ytr)
     return probe._features(Xtr, fitting=False), probe._features(Xte, fitting=False)
 
@@ -256,7 +256,7 @@ def render(meta, rows) -> str:
          f"Median test accuracy over {meta['seeds']} noise seeds; rows standardised and scaled to unit L2 norm; 70/30 "
          "stratified split. privtune: each estimator at its defaults, (ε, 1e-6)-DP replace-one. diffprivlib: "
          "`LogisticRegression(epsilon, data_norm=1)`, pure ε-DP replace-one (it has no SVM). Opacus: DP-SGD on a "
-         "linear layer with the same loss family (BCE; hinge for the SVMs, on DPSVC's own random features for the "
+         "linear layer with the same loss family (BCE; hinge for the SVMs, on DPSVC's own feature map for the "
          "DPSVC rows), at target ε/2 add/remove, i.e. replace-one (ε, (1 + e^(ε/2)) 1e-6); clip 1, Poisson batches "
          "of n/10, 5 epochs, SGD lr 1, not tuned. Reference: non-private scikit-learn (LogisticRegression / "
          "LinearSVC / SVC rbf, same C and γ). Monotone: non-decreasing in ε within max(1 point, 2 test rows).\n",

@@ -40,7 +40,7 @@ from itertools import combinations_with_replacement
 
 import numpy as np
 
-__all__ = ["taylor_dimension", "taylor_degree_for", "taylor_map", "MAX_TAYLOR_DEGREE"]
+__all__ = ["MAX_TAYLOR_DEGREE", "taylor_coefficients", "taylor_degree_for", "taylor_dimension", "taylor_map"]
 
 #: Largest degree of the Taylor map (``degree`` is validated against it).
 MAX_TAYLOR_DEGREE = 10
