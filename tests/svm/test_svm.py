@@ -233,13 +233,18 @@ def test_model_pickled_before_linear_share_still_predicts():
 
 @pytest.mark.parametrize("reference_norm", [1e-300, 5e-324, 1e300, 1.7e308])
 @pytest.mark.parametrize("share", [0.0, 0.25])
-def test_extreme_reference_norm_neither_raises_after_the_charge_nor_leaves_the_bounds(reference_norm, share):
+@pytest.mark.parametrize("features,gamma", [("fourier", 1e3), ("taylor", 1e-300), ("taylor", 1.0), ("taylor", 1e3)])
+def test_extreme_reference_norm_neither_raises_after_the_charge_nor_leaves_the_bounds(reference_norm, share,
+                                                                                      features, gamma):
     """gamma * r**2 overflowed Python's float power (OverflowError) inside fit, after the charge; it now saturates
-    (the centring constant a = e^{-inf} = 0: the plain map) and every row stays inside the declared bounds."""
+    (the centring constant a = e^{-inf} = 0: the plain map) and every row stays inside the declared bounds. The
+    Taylor map alike (``privtune/svm/_taylor.py``): gamma r**2 under- or overflows (the weight goes to degree 1 or
+    to the top degree) and the inputs are clipped to a denormal or huge norm and divided by it."""
     X = np.array([[1e-310, 0.0, 0.0], [1e300, -1e300, 5.0], [3.0, 4.0, 0.0], [0.0, 0.0, 0.0]] * 3)
     acc = Accountant(Budget(2.0, 1e-5))
-    clf = DPSVC(reference_norm=reference_norm, linear_share=share, gamma=1e3, n_components=8, classes=[0, 1],
-                random_state=0, accountant=acc).fit(X, np.r_[[0, 1] * 6])
+    clf = DPSVC(reference_norm=reference_norm, linear_share=share, gamma=gamma, n_components=8, classes=[0, 1],
+                random_state=0, accountant=acc, features=features).fit(X, np.r_[[0, 1] * 6])
+    assert clf.features_ == features
     U = clf._features(X, fitting=False)
     r1, r2 = clf._feature_bounds(3)
     assert len(acc.entries) == 1 and np.isfinite(U).all() and np.isfinite(clf.coef_).all()
