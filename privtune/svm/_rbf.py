@@ -158,7 +158,9 @@ class DPSVC(_DPMarginClassifier):
         ``C(d + K, K) - 1`` columns (refused above 100 000, before anything is
         spent). ``"auto"``: ``"taylor"`` when the training set has at least 20
         rows per column of it, else ``"fourier"``; a function of the public
-        sizes ``n`` and ``d`` only. Measured in ``docs/trainers.md``.
+        sizes ``n`` and ``d`` only; an explicit integer ``n_components`` also
+        caps the Taylor map's columns under ``"auto"`` (more columns: the
+        random features, as many as asked). Measured in ``docs/trainers.md``.
     degree : int in [1, 10] or "auto", default="auto"
         Top degree ``K`` of the Taylor map. ``"auto"``: the largest ``K`` in
         [2, 8] whose map has at most as many columns as the random-feature
@@ -324,8 +326,9 @@ class DPSVC(_DPMarginClassifier):
 
         ``features="auto"``: the Taylor map at its degree (``degree="auto"``: the largest in [2, 8] whose map has
         at most as many columns as the random-feature count would be) when there are at least
-        ``TAYLOR_ROWS_PER_FEATURE`` = 20 rows per column of it, else the random Fourier features. The Taylor map's
-        dimension is refused above 100 000 columns (before anything is spent).
+        ``TAYLOR_ROWS_PER_FEATURE`` = 20 rows per column of it and, with an explicit integer ``n_components``, it
+        has at most that many columns; else the random Fourier features. The Taylor map's dimension is refused
+        above 100 000 columns (before anything is spent).
         """
         budget = self._n_components_for(n_samples)
         if isinstance(self.degree, str):
@@ -333,8 +336,9 @@ class DPSVC(_DPMarginClassifier):
         else:
             degree = int(self.degree)
         columns = taylor_dimension(n_features, degree)
+        explicit_cap = not isinstance(self.n_components, str) and columns > budget  # the user's feature count
         use_taylor = self.features == "taylor" or (
-            self.features == "auto" and n_samples >= TAYLOR_ROWS_PER_FEATURE * columns)
+            self.features == "auto" and n_samples >= TAYLOR_ROWS_PER_FEATURE * columns and not explicit_cap)
         if not use_taylor:
             return "fourier", budget, None
         if columns > _MAX_TAYLOR_COLUMNS:

@@ -157,3 +157,12 @@ def test_the_plan_declares_what_the_fit_uses(features, share):
         r2, 0.5)))  # the L1 bound of the rows with the intercept column (scaling 0.5), as in test_svm.py
     assert math.isclose(clf.privacy_spent_.epsilon, 2.0, rel_tol=1e-9) and clf.privacy_spent_.delta == 0.0
 
+
+
+def test_an_explicit_feature_count_caps_the_taylor_map_under_auto():
+    """n_components=50 on 20 features: the degree-2 map has 230 columns, more than asked, so "auto" keeps the
+    50 random features; with the default count (473 at 14 000 rows) it takes the 230 Taylor columns."""
+    assert DPSVC(n_components=50)._feature_map_for(14000, 20) == ("fourier", 50, None)
+    assert DPSVC()._feature_map_for(14000, 20) == ("taylor", 230, 2)
+    assert DPSVC(n_components=230)._feature_map_for(14000, 20) == ("taylor", 230, 2)
+    assert DPSVC(n_components=50, features="taylor")._feature_map_for(14000, 20) == ("taylor", 230, 2)
