@@ -25,7 +25,29 @@ from privtune.utils._validation import match_declared_labels
 __all__: list[str] = []
 
 
-class _LinearClassifier(ClassifierMixin, BaseEstimator):
+class _ScorePredictMixin:
+    """``predict`` from ``decision_function``: the sign of a 1-D score (``classes_[1]`` when positive), else the
+    class of the largest score. Shared by the linear classifiers and :class:`privtune.neural_network.DPMLPClassifier`.
+    """
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predicted class labels.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        scores = self.decision_function(X)  # checks that the model is fitted
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+
+class _LinearClassifier(_ScorePredictMixin, ClassifierMixin, BaseEstimator):
     """Label encoding, ``predict`` and the sklearn tags of a classifier with a ``classes`` parameter.
 
     Subclasses implement ``fit`` and ``decision_function``: the signed score of
@@ -94,22 +116,6 @@ class _LinearClassifier(ClassifierMixin, BaseEstimator):
         """Binary labels as +1 (``classes_[1]``) / -1 and a mask of the usable rows (see :meth:`_label_index`)."""
         index, usable = self._label_index(y, owner)
         return np.where(usable & (index == 1), 1.0, -1.0), usable
-
-    def predict(self, X: Any) -> np.ndarray:
-        """Predicted class labels.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        scores = self.decision_function(X)  # checks that the model is fitted
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

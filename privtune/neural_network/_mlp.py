@@ -25,7 +25,7 @@ from privtune.accounting.budget import Budget
 from privtune.accounting.events import EpsilonDeltaEvent, PrivacyEvent
 from privtune.base import PrivacyTags
 from privtune.exceptions import InvalidParameterError
-from privtune.linear_model._classifier import _LogisticProbaMixin
+from privtune.linear_model._classifier import _LogisticProbaMixin, _ScorePredictMixin
 from privtune.linear_model._input import _numeric_rows, _numeric_table, _public_shape
 from privtune.neural_network._objective import (
     ACTIVATIONS,
@@ -71,7 +71,7 @@ def _check_hidden(value: Any, owner: str) -> tuple[int, ...]:
     return tuple(int(h) for h in value)
 
 
-class DPMLPClassifier(_LogisticProbaMixin, ClassifierMixin, BaseEstimator):
+class DPMLPClassifier(_ScorePredictMixin, _LogisticProbaMixin, ClassifierMixin, BaseEstimator):
     r"""A small multilayer-perceptron classifier with differential privacy (DP-BLSGD, neural-network mode).
 
     ``fit`` trains a fully connected network (``hidden_layer_sizes``,
@@ -590,21 +590,6 @@ class DPMLPClassifier(_LogisticProbaMixin, ClassifierMixin, BaseEstimator):
         """
         f = self._logits(X)
         return f[:, 0] if f.shape[1] == 1 else f
-
-    def predict(self, X: Any) -> np.ndarray:
-        """Predicted class labels.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        f = self._logits(X)
-        idx = (f[:, 0] > 0).astype(int) if f.shape[1] == 1 else np.argmax(f, axis=1)
-        return self.classes_[idx]
 
     # -- tags -----------------------------------------------------------------------------------------------------
     def __sklearn_tags__(self):
