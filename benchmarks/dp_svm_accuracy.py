@@ -3,7 +3,8 @@
 There is no DP SVM among the peers named in issue 6 (diffprivlib has none; Opacus trains networks), so the
 reference is non-private scikit-learn on the same splits. Measured here:
 
-1. ``DPSVC`` (RBF through 100 public random Fourier features) on ``make_circles`` (20 000 rows, noise 0.1,
+1. ``DPSVC(n_components=100)`` (its default ``features="auto"`` takes the Taylor map there: 44 columns of degree
+   up to 8 on 14 000 training rows, with the default column balance) on ``make_circles`` (20 000 rows, noise 0.1,
    factor 0.5; 70/30 split), over a grid C in {0.01, 1, 100} x gamma in {0.3, 1, 3}, at epsilon in {0.1, 1, 10},
    with the default Gaussian noise (delta = 1e-6) and with ``noise="laplace"`` (pure epsilon-DP); median test
    accuracy of 3 seeds per cell, against ``sklearn.svm.SVC`` with the same C and gamma.
@@ -65,7 +66,8 @@ def main() -> int:
 
     # 1. DPSVC grid on circles
     Xtr, Xte, ytr, yte = circles()
-    lines += ["## DPSVC on make_circles (20 000 rows, 100 random features), 3 seeds per cell", "",
+    lines += ["## DPSVC(n_components=100) on make_circles (20 000 rows; the Taylor map, 44 columns), "
+              "3 seeds per cell", "",
               "| C | gamma | sklearn SVC | " + " | ".join(f"{nz} eps={e}" for nz in NOISES for e in EPSILONS) + " |",
               "|---|---|---|" + "---|" * (len(NOISES) * len(EPSILONS))]
     for C in (0.01, 1.0, 100.0):

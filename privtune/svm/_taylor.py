@@ -28,8 +28,27 @@ Maclaurin weights, a fixed, data-independent map whose dimension, unlike random
 features', carries no approximation noise (Cotter, Keshet & Srebro 2011 compare
 the two maps without privacy).
 
+**Column balance** (``beta`` in [0, 1]; privtune's choice, not in Cotter et
+al.). The squared scale of block ``k`` above is its share ``s_k`` of the
+kernel (``sum_k s_k = 1``). With ``beta > 0`` block ``k`` gets instead
+
+.. math:: w_k \propto s_k^{1 - \beta} (m_k / M)^{\beta}, \qquad \sum_k w_k = 1,
+
+with ``m_k = C(d + k - 1, k)`` the block's column count and ``M`` the map's:
+``beta = 0`` is the kernel's weighting, ``beta = 1`` gives every column the
+same expected square on the unit sphere's rows up to the within-block
+multinomial spread (equal weight per column, as standardising the columns
+would). The map is then the dot-product kernel ``sum_k w_k (u^T u')^k``, still
+of norm 1 at ``||u|| = 1``. Under DP noise a degree-2 block of hundreds of
+columns that the kernel weights like the 20-column degree-1 block is learnt
+slowly (its columns are small against noise of the same size in every
+direction); moving weight towards it helps once the noise is small and hurts
+when it is large (``benchmarks/dpsvc_column_balance.py``), which is why
+``DPSVC(column_balance="auto")`` sets ``beta`` from the run's public
+noise-to-signal ratio.
+
 Everything here depends on public quantities only (``d``, ``K``, ``gamma``,
-``r``); nothing is read off the data.
+``r``, ``beta``); nothing is read off the data.
 """
 
 from __future__ import annotations
@@ -40,7 +59,8 @@ from itertools import combinations_with_replacement
 
 import numpy as np
 
-__all__ = ["MAX_TAYLOR_DEGREE", "taylor_coefficients", "taylor_degree_for", "taylor_dimension", "taylor_map"]
+__all__ = ["MAX_TAYLOR_DEGREE", "taylor_block_shares", "taylor_coefficients", "taylor_degree_for", "taylor_dimension",
+           "taylor_map"]
 
 #: Largest degree of the Taylor map (``degree`` is validated against it).
 MAX_TAYLOR_DEGREE = 10
@@ -91,16 +111,39 @@ def taylor_coefficients(g: float, degree: int) -> np.ndarray:
     return np.sqrt(share / share.sum())
 
 
-def taylor_map(U: np.ndarray, g: float, degree: int, linear_share: float = 0.0) -> np.ndarray:
+def taylor_block_shares(g: float, degree: int, n_features: int, linear_share: float = 0.0,
+                        balance: float = 0.0) -> np.ndarray:
+    """Squared scale of each degree block ``k = 1..K`` of the map (they sum to 1; module docstring).
+
+    With ``linear_share=s`` the kernel's shares are ``s + (1 - s) a_1 / S`` for the degree-1 block and
+    ``(1 - s) a_k / S`` for the others (no duplicated columns); ``balance=beta`` moves them towards the blocks'
+    column counts, ``s_k**(1 - beta) (m_k / M)**beta``, renormalised (computed in log space; a block the kernel
+    gives no weight keeps none unless ``beta = 1``).
+    """
+    shares = (1.0 - linear_share) * taylor_coefficients(g, degree) ** 2
+    shares[0] += linear_share
+    beta = float(balance)
+    if beta == 0.0:
+        return shares
+    counts = np.array([math.comb(int(n_features) + k - 1, k) for k in range(1, degree + 1)], dtype=np.float64)
+    log_counts = np.log(counts / counts.sum())
+    if beta >= 1.0:
+        log_w = log_counts
+    else:
+        with np.errstate(divide="ignore"):
+            log_w = (1.0 - beta) * np.log(shares) + beta * log_counts  # -inf where a share is 0
+    w = np.exp(log_w - log_w.max())
+    return w / w.sum()
+
+
+def taylor_map(U: np.ndarray, g: float, degree: int, linear_share: float = 0.0, balance: float = 0.0) -> np.ndarray:
     """The map ``tau`` of rows ``U`` of L2 norm at most 1 (module docstring); norm at most 1 up to rounding.
 
-    With ``linear_share=s`` the kernel is ``s u^T u' + (1 - s) <tau(u), tau(u')>``: the degree-1 block's squared
-    scale becomes ``s + (1 - s) a_1 / S`` and every other block's ``(1 - s) a_k / S`` (no duplicated columns).
+    With ``linear_share=s`` the kernel is ``s u^T u' + (1 - s) <tau(u), tau(u')>``; ``balance`` is the column
+    balance ``beta`` (:func:`taylor_block_shares`).
     """
     n, d = U.shape
-    squares = (1.0 - linear_share) * taylor_coefficients(g, degree) ** 2
-    squares[0] += linear_share
-    scales = np.sqrt(squares)
+    scales = np.sqrt(taylor_block_shares(g, degree, d, linear_share, balance))
     blocks = []
     for scale, (index, weights) in zip(scales, _monomials(d, degree), strict=True):
         m, k = index.shape

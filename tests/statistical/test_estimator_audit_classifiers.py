@@ -577,8 +577,8 @@ def test_mlp_twin_without_clipping_is_flagged(monkeypatch, one_torch_thread):
 TAYLOR_POINT = np.array([[1.0]])  # where row 0 of D lands after the input clip: the statistic sees its whole move
 
 
-def taylor_svc(seed):
-    return DPSVC(classes=CLASSES, random_state=seed, features="taylor")
+def taylor_svc(seed, column_balance="auto"):
+    return DPSVC(classes=CLASSES, random_state=seed, features="taylor", column_balance=column_balance)
 
 
 def test_taylor_svc_pair_exercises_input_clipping_and_labels(monkeypatch):
@@ -604,17 +604,22 @@ def test_taylor_svc_pair_exercises_input_clipping_and_labels(monkeypatch):
 
 
 @pytest.mark.slow
-def test_taylor_svc_passes_audit():
+@pytest.mark.parametrize("column_balance", ["auto", 1.0])
+def test_taylor_svc_passes_audit(column_balance):
     """``DPSVC(features="taylor")`` at every other default (``gamma = 1``, ``linear_share = 0.25`` folded into
     the degree-1 block, degree "auto" = 8 on ``d = 1``), on DPSVC's pair above (``x = 5`` with label 1 against
     a NaN with label 0, 49 cluster rows of class 1 on ``[-0.1, 0.1]``), statistic ``decision_function(1.0)``:
     the public point where ``x = 5`` lands after the input clip, so the statistic sees row 0's whole move.
+    ``column_balance="auto"`` is 0 on these 50 rows (the noisy regime); 1.0 weights the eight degree blocks
+    equally (one column each), the other end of the balance.
 
     H0: the fit is ``(0.999, 1e-6)``-DP on this pair, refuted with probability at most ``ALPHA = 1e-5``,
-    ``N = 2000`` fits per input. Measured lower bound: 0.0 (2026-11-27; counts 448 / 472 of 1 000 in the worst
-    set).
+    ``N = 2000`` fits per input. Measured lower bound: 0.0 for both (2026-11-27; counts in the worst set
+    448 / 472 of 1 000 for "auto", 389 / 368 for 1.0).
     """
-    res, _ = run_audit(taylor_svc, X_SVC_D, Y_SVC_D, X_SVC_DP, Y_SVC_DP, TAYLOR_POINT, N_SVC)
+    assert taylor_svc(0).fit(X_SVC_D, Y_SVC_D).column_balance_ == 0.0
+    res, _ = run_audit(lambda seed: taylor_svc(seed, column_balance), X_SVC_D, Y_SVC_D, X_SVC_DP, Y_SVC_DP,
+                       TAYLOR_POINT, N_SVC)
     assert not res.violation, str(res)
 
 

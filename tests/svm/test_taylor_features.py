@@ -14,8 +14,16 @@ from sklearn.base import clone
 
 from privtune.accounting import Accountant, Budget
 from privtune.exceptions import InvalidParameterError
+from privtune.optim.accelerated import gaussian_run_multiplier
 from privtune.svm import DPSVC
-from privtune.svm._taylor import taylor_coefficients, taylor_degree_for, taylor_dimension, taylor_map
+from privtune.svm._rbf import COLUMN_BALANCE_MAX, auto_column_balance
+from privtune.svm._taylor import (
+    taylor_block_shares,
+    taylor_coefficients,
+    taylor_degree_for,
+    taylor_dimension,
+    taylor_map,
+)
 
 
 def _unit_rows(seed: int, n: int, d: int) -> np.ndarray:
@@ -85,11 +93,12 @@ def test_taylor_fit_declares_the_same_event_and_sensitivity_as_fourier():
 
 @settings(deadline=None, max_examples=60)
 @given(X=arrays(np.float64, (6, 3), elements=st.floats(-1.7e308, 1.7e308)), degree=st.integers(1, 6),
-       gamma=st.floats(1e-300, 1e300), share=st.floats(0.0, 0.99), ref=st.sampled_from([1.0, 1e-3, 50.0, None]))
-def test_taylor_rows_satisfy_the_declared_bounds(X, degree, gamma, share, ref):
-    """Any finite input, huge or tiny, and any gamma: finite rows inside the declared L1 / L2 bounds."""
+       gamma=st.floats(1e-300, 1e300), share=st.floats(0.0, 0.99), ref=st.sampled_from([1.0, 1e-3, 50.0, None]),
+       balance=st.sampled_from([0.0, 0.3, 1.0, "auto"]))
+def test_taylor_rows_satisfy_the_declared_bounds(X, degree, gamma, share, ref, balance):
+    """Any finite input, huge or tiny, any gamma and balance: finite rows inside the declared L1 / L2 bounds."""
     clf = DPSVC(features="taylor", degree=degree, gamma=gamma, linear_share=share, reference_norm=ref,
-                random_state=0, max_iter=1)
+                column_balance=balance, epsilon=100.0, random_state=0, max_iter=1)
     clf.fit(np.vstack((np.zeros((7, 3)), np.ones((7, 3)))), np.r_[np.zeros(7), np.ones(7)])
     U = clf._features(X, fitting=False)
     r1, r2 = clf._feature_bounds(3)
@@ -112,8 +121,9 @@ def test_parameters_validated_before_spending():
     X, y = _unit_rows(5, 100, 3), np.arange(100) % 2
     acc = Accountant(Budget(10.0, 1e-5))
     for bad in ({"features": "nystroem"}, {"features": None}, {"degree": 0}, {"degree": 11}, {"degree": 2.5},
-                {"degree": "high"}):
-        with pytest.raises(InvalidParameterError, match="'features'|'degree'"):
+                {"degree": "high"}, {"column_balance": -0.1}, {"column_balance": 1.5}, {"column_balance": "max"},
+                {"column_balance": None}, {"column_balance": float("nan")}):
+        with pytest.raises(InvalidParameterError, match="'features'|'degree'|'column_balance'"):
             DPSVC(accountant=acc, classes=[0, 1], **bad).fit(X, y)
     with pytest.raises(InvalidParameterError, match="monomials"):  # C(400 + 10, 10) columns: public sizes
         DPSVC(accountant=acc, classes=[0, 1], features="taylor", degree=10).fit(np.zeros((4, 400)), [0, 1, 0, 1])
@@ -166,3 +176,76 @@ def test_an_explicit_feature_count_caps_the_taylor_map_under_auto():
     assert DPSVC()._feature_map_for(14000, 20) == ("taylor", 230, 2)
     assert DPSVC(n_components=230)._feature_map_for(14000, 20) == ("taylor", 230, 2)
     assert DPSVC(n_components=50, features="taylor")._feature_map_for(14000, 20) == ("taylor", 230, 2)
+
+
+@pytest.mark.parametrize("d,degree", [(2, 8), (7, 2), (5, 3)])
+@pytest.mark.parametrize("g,share", [(0.3, 0.0), (1.0, 0.25), (3.0, 0.25)])
+@pytest.mark.parametrize("beta", [0.0, 0.4, 0.75, 1.0])
+def test_column_balance_is_a_reweighted_dot_product_kernel(d, degree, g, share, beta):
+    """<tau(u), tau(u')> = sum_k w_k (u.u')^k with w = s**(1 - beta) (m / M)**beta renormalised (module
+    docstring): still exact, still of norm 1 at ||u|| = 1; beta = 0 is the kernel's weighting, beta = 1 the
+    blocks' column counts."""
+    U = _unit_rows(d + degree, 8, d)
+    kernel = taylor_block_shares(g, degree, d, share)
+    counts = np.array([math.comb(d + k - 1, k) for k in range(1, degree + 1)], dtype=float)
+    w = taylor_block_shares(g, degree, d, share, beta)
+    expected = kernel ** (1 - beta) * (counts / counts.sum()) ** beta
+    np.testing.assert_allclose(w, expected / expected.sum(), rtol=1e-12)
+    F = taylor_map(U, g, degree, share, beta)
+    G = U @ U.T
+    np.testing.assert_allclose(F @ F.T, sum(w[k - 1] * G ** k for k in range(1, degree + 1)), rtol=1e-10,
+                               atol=1e-12)
+    V = U / np.linalg.norm(U, axis=1, keepdims=True)
+    np.testing.assert_allclose(np.linalg.norm(taylor_map(V, g, degree, share, beta), axis=1), 1.0, rtol=1e-12)
+    if beta == 1.0:
+        np.testing.assert_allclose(w, counts / counts.sum(), rtol=1e-12)
+
+
+def test_column_balance_saturates_with_the_coefficients():
+    """A block the kernel gives no weight (gamma overflowing or underflowing) keeps none below beta = 1."""
+    np.testing.assert_allclose(taylor_block_shares(1e308, 3, 4, 0.0, 0.5), [0, 0, 1])
+    np.testing.assert_allclose(taylor_block_shares(0.0, 3, 4, 0.0, 0.75), [1, 0, 0])
+    c = np.array([4, 10, 20], dtype=float)
+    np.testing.assert_allclose(taylor_block_shares(0.0, 3, 4, 0.0, 1.0), c / c.sum())
+
+
+def _ratio(eps, n, columns):
+    return 2 * gaussian_run_multiplier(eps, 1e-6) * math.sqrt(columns) / n
+
+
+def test_auto_column_balance_follows_the_public_noise_to_signal_ratio():
+    """0.75 clip(log10(0.1 / r), 0, 1) with r = 2 nm sqrt(columns) / n: none in the noisy regime, 0.75 in the
+    quiet one, never smaller with more budget or more rows; none under Laplace noise (not measured)."""
+    assert auto_column_balance(0.1, 1e-6, "gaussian", 3500, 231) == 0.0  # r about 0.4
+    assert auto_column_balance(10.0, 1e-6, "gaussian", 14000, 231) == COLUMN_BALANCE_MAX
+    for eps, n, cols in ((0.3, 14000, 231), (1.0, 1400, 45), (0.1, 35000, 286)):
+        r = _ratio(eps, n, cols)
+        assert 0.01 < r < 0.1
+        assert auto_column_balance(eps, 1e-6, "gaussian", n, cols) == pytest.approx(
+            0.75 * math.log10(0.1 / r), rel=1e-12)
+    grid = [auto_column_balance(e, 1e-6, "gaussian", n, 231) for n in (700, 3500, 14000, 70000)
+            for e in (0.05, 0.1, 0.3, 1, 3, 10, 30)]
+    by_eps = np.array(grid).reshape(4, 7)
+    assert np.all(np.diff(by_eps, axis=1) >= 0) and np.all(np.diff(by_eps, axis=0) >= 0)
+    assert auto_column_balance(10.0, 0.0, "laplace", 14000, 231) == 0.0
+
+
+def test_fitted_column_balance_is_the_public_rule_and_only_moves_accuracy():
+    """The fit records the balance it used (the rule's value from epsilon, delta, n and the columns; None with the
+    Fourier map); the charged event does not depend on it."""
+    X = _unit_rows(9, 3000, 2)
+    y = (np.linalg.norm(X, axis=1) < 0.6).astype(int)
+    auto = DPSVC(epsilon=2.0, classes=[0, 1], random_state=0).fit(X, y)
+    assert auto.features_ == "taylor" and auto.column_balance_ == auto_column_balance(
+        2.0, 1e-6, "gaussian", 3000, auto.n_components_ + 1) > 0
+    plain = DPSVC(epsilon=2.0, classes=[0, 1], random_state=0, column_balance=0.0).fit(X, y)
+    assert plain.column_balance_ == 0.0 and auto._fit_privacy_event() == plain._fit_privacy_event()
+    assert auto.privacy_spent_ == plain.privacy_spent_
+    assert not np.allclose(auto._features(X[:5], fitting=False), plain._features(X[:5], fitting=False))
+    fixed = DPSVC(epsilon=2.0, classes=[0, 1], random_state=0, column_balance=1).fit(X, y)
+    assert fixed.column_balance_ == 1.0
+    fourier = DPSVC(features="fourier", epsilon=2.0, classes=[0, 1], random_state=0).fit(X, y)
+    assert fourier.column_balance_ is None
+    before = plain.decision_function(X)
+    del plain.__dict__["column_balance_"]  # a model pickled before the balance: the kernel's weighting
+    np.testing.assert_array_equal(plain.decision_function(X), before)
