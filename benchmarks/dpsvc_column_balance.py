@@ -1,21 +1,24 @@
-"""DPSVC's Taylor map with and without column balance, on the tasks that chose the rule and on held-out ones (issue 11).
+"""DPSVC's Taylor map: its column balance and its centring, on the tasks that chose the rule and on held-out ones.
 
 ``DPSVC(features="taylor")`` weights the degree-k block of its map by the RBF kernel's Maclaurin share; with
 ``column_balance=beta`` the block weights move towards the blocks' column counts (``privtune/svm/_taylor.py``).
 ``column_balance="auto"`` (the default) sets ``beta = 0.75 * clip(log10(0.1 / r), 0, 1)`` from the run's public
 noise-to-signal ratio ``r = 2 nm sqrt(columns + 1) / n``. The two constants were chosen on the *development* tasks
 (every task of ``benchmarks/dpsvc_taylor.py`` where ``features="auto"`` picks the Taylor map) from a sweep of beta in
-{0, 0.25, 0.5, 0.75}; the *held-out* tasks below were made afterwards and never used to choose anything. Both maps
-are public and clipped to the same declared norm: the guarantee is the same, only accuracy moves.
+{0, 0.25, 0.5, 0.75} on the uncentred map; the *held-out* tasks below were made afterwards and never used to choose
+anything. With a ``reference_norm`` (the default 1) the map is also centred on the reference sphere (its mean
+there subtracted, a public vector); ``reference_norm=None`` keeps it uncentred. Every variant is a public map
+clipped to the same declared norm: the guarantee is the same, only accuracy moves.
 
-Protocol: standardised rows scaled to unit L2 norm, 70/30 stratified split; ``DPSVC`` at its defaults but
-``gamma`` in {0.3, 1 (the default), 3} and ``column_balance`` in {0 (the map before the balance), 0.5, "auto"};
-per-fit epsilon in {0.1, 0.3, 1, 3, 10} (delta 1e-6); median test accuracy over noise seeds 0..S-1 (``--seeds``,
-default 5). Non-private ``SVC`` with the same C and gamma for reference. Only tasks where the default picks the
-Taylor map are run (the balance does nothing to the random Fourier features).
+Issue 11. Protocol: standardised rows scaled to unit L2 norm, 70/30 stratified split; ``DPSVC`` at its defaults but
+``gamma`` in {0.3, 1 (the default), 3}, ``column_balance`` in {0 (the map before the balance), 0.5, "auto"} and
+``reference_norm`` in {None (not centred), 1 (centred, the default)}; per-fit epsilon in {0.1, 0.3, 1, 3, 10}
+(delta 1e-6); median test accuracy over noise seeds 0..S-1 (``--seeds``, default 5). Non-private ``SVC`` with the
+same C and gamma for reference. Only tasks where the default picks the Taylor map are run (neither change touches
+the random Fourier features).
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dpsvc_column_balance.py [--seeds 5] [--group dev|heldout]``
-(about 15 minutes per group on one core; a group's run is merged into the results). Writes
+(about 8 and 15 minutes on one core; a group's run is merged into the results). Writes
 ``benchmarks/results/dpsvc_column_balance.json`` and ``.md``.
 """
 
@@ -55,8 +58,13 @@ from privtune.svm import DPSVC  # noqa: E402
 OUT = Path(__file__).resolve().parent / "results"
 EPS = (0.1, 0.3, 1.0, 3.0, 10.0)
 GAMMAS = (0.3, 1.0, 3.0)
-VARIANTS = {"balance 0 (before)": 0.0, "balance 0.5": 0.5, "balance auto (default)": "auto"}
-BASE = "balance 0 (before)"
+VARIANTS = {"balance 0, not centred (before)": dict(column_balance=0.0, reference_norm=None),
+            "balance auto, not centred": dict(column_balance="auto", reference_norm=None),
+            "balance 0, centred": dict(column_balance=0.0),
+            "balance 0.5, centred": dict(column_balance=0.5),
+            "balance auto, centred (default)": dict()}
+BASE = "balance 0, not centred (before)"
+DEFAULT = "balance auto, centred (default)"
 
 
 def heldout_datasets():
@@ -94,17 +102,16 @@ def run_group(group: str, seeds: int) -> list[dict]:
         for gamma in GAMMAS:
             row = {"group": group, "dataset": name, "n_train": int(len(ytr)), "d": int(X.shape[1]), "gamma": gamma,
                    "svc": float(SVC(C=1.0, gamma=gamma).fit(Xtr, ytr).score(Xte, yte))}
-            for label, beta in VARIANTS.items():
+            for label, kw in VARIANTS.items():
                 accs, betas = [], []
                 for e in EPS:
-                    fits = [DPSVC(gamma=gamma, epsilon=e, classes=[0, 1], random_state=s, column_balance=beta)
+                    fits = [DPSVC(gamma=gamma, epsilon=e, classes=[0, 1], random_state=s, **kw)
                             .fit(Xtr, ytr) for s in range(seeds)]
                     accs.append(float(np.median([f.score(Xte, yte) for f in fits])))
                     betas.append(float(fits[0].column_balance_))
                     row["degree"], row["columns"] = fits[0].degree_, fits[0].n_components_
                 row[label], row[label + " beta"] = accs, betas
-            print(name, gamma, {k: row[k] for k in VARIANTS}, "auto beta", row["balance auto (default) beta"],
-                  flush=True)
+            print(name, gamma, {k: row[k] for k in VARIANTS}, "auto beta", row[DEFAULT + " beta"], flush=True)
             rows.append(row)
     return rows
 
@@ -136,15 +143,15 @@ def main() -> None:
     print(render(old))
 
 
-def _summary(rows: list[dict], group: str) -> list[str]:
+def _summary(rows: list[dict], group: str, base: str = BASE, labels: tuple[str, ...] | None = None) -> list[str]:
     out = []
-    for label in ("balance 0.5", "balance auto (default)"):
+    for label in labels or [v for v in VARIANTS if v != base]:
         for gamma in (*GAMMAS, None):
             sel = [r for r in rows if r["group"] == group and (gamma is None or r["gamma"] == gamma)]
-            cells = np.array([(b - a) * 100 for r in sel for a, b in zip(r[BASE], r[label], strict=True)])
+            cells = np.array([(b - a) * 100 for r in sel for a, b in zip(r[base], r[label], strict=True)])
             if not cells.size:
                 continue
-            at1 = np.array([(r[label][2] - r[BASE][2]) * 100 for r in sel])
+            at1 = np.array([(r[label][2] - r[base][2]) * 100 for r in sel])
             out.append(f"| {label} | {'all' if gamma is None else f'{gamma:g}'} | {cells.size} | {cells.mean():+.1f} | "
                        f"{cells.min():+.1f} | {cells.max():+.1f} | {int((cells > 1).sum())} | "
                        f"{int((cells < -1).sum())} | {at1.mean():+.1f} |")
@@ -161,27 +168,32 @@ def render(data: dict) -> str:
     rows = data["rows"]
     runs = "; ".join(f"{g}: {m['date']}, {m['seeds']} seeds, {m['seconds']} s" for g, m in data["runs"].items())
     plat = next(iter(data["runs"].values()))["platform"] if data["runs"] else ""
-    lines = ["# DPSVC: the Taylor map's column balance (issue 11)", "",
+    lines = ["# DPSVC: the Taylor map's column balance and centring (issue 11)", "",
              f"Runs ({runs}), {plat}. `OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dpsvc_column_balance.py`. "
              "Median test accuracy over noise seeds; rows standardised and scaled to unit L2 norm, 70/30 stratified "
              "split, delta 1e-6, every other parameter at its default (the Taylor map, which `features=\"auto\"` "
              "picks on every task here). dev: the tasks the rule's two constants were chosen on; heldout: tasks "
              "made afterwards, never used to choose anything.", "",
-             "## Summary (points against `column_balance=0`, over the (task, epsilon) cells)", ""]
+             "## Summary (points against the map before: `column_balance=0, reference_norm=None`, over the (task, "
+             "epsilon) cells)", ""]
     for group in ("dev", "heldout"):
         if not any(r["group"] == group for r in rows):
             continue
         lines += [f"### {group}", "",
                   "| variant | gamma | cells | mean | worst | best | better by > 1 point | worse by > 1 point | "
                   "mean at ε = 1 |", "|---|---|---|---|---|---|---|---|---|", *_summary(rows, group), "",
-                  f"Median accuracy non-decreasing in ε within 1 point, `column_balance=\"auto\"`: "
-                  f"{_monotone([r for r in rows if r['group'] == group], 'balance auto (default)')}.", ""]
+                  "The centring alone (the default against `column_balance=\"auto\", reference_norm=None`):", "",
+                  "| variant | gamma | cells | mean | worst | best | better by > 1 point | worse by > 1 point | "
+                  "mean at ε = 1 |", "|---|---|---|---|---|---|---|---|---|",
+                  *_summary(rows, group, "balance auto, not centred", (DEFAULT,)), "",
+                  "Median accuracy non-decreasing in ε within 1 point, the default: "
+                  f"{_monotone([r for r in rows if r['group'] == group], DEFAULT)}.", ""]
     lines += ["## Every cell", "",
               "| group | dataset | n train | d | Taylor degree / columns | gamma | variant | ε = 0.1 | ε = 0.3 | "
               "ε = 1 | ε = 3 | ε = 10 | auto's beta at ε = 0.1 … 10 | SVC |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        betas = " / ".join(f"{b:.2f}" for b in r["balance auto (default) beta"])
+        betas = " / ".join(f"{b:.2f}" for b in r[DEFAULT + " beta"])
         for label in VARIANTS:
             lines.append(f"| {r['group']} | {r['dataset']} | {r['n_train']} | {r['d']} | {r['degree']} / "
                          f"{r['columns']} | {r['gamma']:g} | {label} | "

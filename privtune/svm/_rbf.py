@@ -50,7 +50,10 @@ by it, then mapped to every monomial of degree 1 to ``K`` of the RBF kernel's
 Maclaurin series ``exp(2 gamma r^2 u.u')``, weighted so that inner products of
 mapped rows are the truncated series (the constant term is left to the
 intercept, the row factors ``e^{-gamma ||x||^2}``, constant on rows of norm
-``r``, are left out), scaled to norm 1 at ``||u|| = 1`` and clipped to it. The
+``r``, are left out), scaled to norm 1 at ``||u|| = 1``, centred (with a
+``reference_norm``: its mean ``mu`` over the unit sphere, a public vector in
+closed form, is subtracted and the rows divided by ``sqrt(1 - ||mu||^2)``, as
+the random features are centred) and clipped to norm 1. The
 map has ``C(d + K, K) - 1`` columns and no approximation noise; it is a
 public, data-independent map, so the privacy analysis is the same as for the
 random features. ``features="auto"`` (the default) takes it when the training
@@ -71,8 +74,12 @@ direction the noisy steps learn those columns slowly. ``column_balance=beta``
 moves the blocks' weights towards their column counts
 (``privtune/svm/_taylor.py``); ``"auto"`` (the default) sets beta from the
 run's public noise-to-signal ratio, 0 in the noisy regime and up to 0.75 once
-the noise is small (:func:`auto_column_balance`). On 14 000 synthetic rows of
-20 features at epsilon = 1: 0.945 against 0.927 without it.
+the noise is small (:func:`auto_column_balance`). With the centring, on 14 000
+synthetic rows of 20 features at epsilon = 1: 0.945 against 0.927 without
+either (``benchmarks/dpsvc_column_balance.py``, docs/trainers.md). It moves the
+kernel with epsilon, so at a strong regularisation the accuracy can fall as
+epsilon grows: raw ``make_circles`` rows at C = 0.01, gamma = 1, 0.984 at
+epsilon = 0.1 and 0.974 at 1 (``benchmarks/dp_svm_accuracy.py``).
 """
 
 from __future__ import annotations
@@ -87,7 +94,13 @@ from privtune.exceptions import InvalidParameterError
 from privtune.linear_model._logistic import _COMMON_ATTRS_DOC, _COMMON_PARAMS_DOC, _PRIVACY_DOC, _DPMarginClassifier
 from privtune.optim._losses import clip_rows
 from privtune.optim.accelerated import gaussian_run_multiplier
-from privtune.svm._taylor import MAX_TAYLOR_DEGREE, taylor_degree_for, taylor_dimension, taylor_map
+from privtune.svm._taylor import (
+    MAX_TAYLOR_DEGREE,
+    taylor_degree_for,
+    taylor_dimension,
+    taylor_map,
+    taylor_sphere_mean,
+)
 from privtune.utils._validation import check_integer, check_real
 
 __all__ = ["DPSVC"]
@@ -178,7 +191,10 @@ class DPSVC(_DPMarginClassifier):
     reference_norm : float in (0, inf) or None, default=1.0
         The input norm ``r`` the random features are centred and scaled for
         (module docstring): ``(phi(x) - e^{-gamma r^2} phi(0)) / sqrt(1 -
-        e^{-2 gamma r^2})``, then clipped to norm 1. It affects accuracy only,
+        e^{-2 gamma r^2})``, then clipped to norm 1. The Taylor map clips the
+        inputs to norm ``r``, divides them by it and is centred on the unit
+        sphere (``(tau(u) - mu) / sqrt(1 - ||mu||^2)``, module docstring); with
+        None it clips to norm 1 and is not centred. It affects accuracy only,
         never the guarantee (a public map followed by the clipping); the random
         features never clip the inputs, the linear part (``linear_share``)
         clips them to norm ``r``. 1 suits rows scaled to unit norm, the convention
@@ -250,6 +266,10 @@ class DPSVC(_DPMarginClassifier):
     column_balance_ : float or None
         The Taylor map's column balance ``beta`` used (``"auto"`` resolved;
         None with the Fourier map).
+    taylor_centre_ : ndarray of shape (n_components_,) or None
+        The Taylor map's mean ``mu`` on the unit sphere, subtracted from every
+        mapped row (public: a function of the parameters and ``d``); None
+        with the Fourier map or ``reference_norm=None``.
     random_weights_ : ndarray of shape (n_features, n_components_)
         ``W`` (public, from ``feature_seed``); Fourier map only.
     random_offset_ : ndarray of shape (n_components_,)
@@ -437,11 +457,26 @@ class DPSVC(_DPMarginClassifier):
         return auto_column_balance(self.epsilon, self.delta, self.noise, n_samples,
                                    columns + (1 if self.fit_intercept else 0))
 
-    def _taylor_features(self, X: np.ndarray) -> np.ndarray:
+    def _taylor_g(self) -> float:
         r = 1.0 if self.reference_norm is None else float(self.reference_norm)
-        g = float(self.gamma) * (r * r)  # may be inf or 0: taylor_coefficients saturates
+        return float(self.gamma) * (r * r)  # may be inf or 0: taylor_coefficients saturates
+
+    def _taylor_centre(self, n_features: int) -> np.ndarray | None:
+        """``E tau(u)`` on the unit sphere for the fitted map (public), or None with ``reference_norm=None``."""
+        if self.reference_norm is None:
+            return None
+        return taylor_sphere_mean(n_features, int(self.degree_), self._taylor_g(), float(self.linear_share_),
+                                  float(self.column_balance_ or 0.0))
+
+    def _taylor_features(self, X: np.ndarray) -> np.ndarray:
         beta = float(getattr(self, "column_balance_", None) or 0.0)  # a model pickled before the balance had none
-        U = taylor_map(self._clipped_inputs(X), g, int(self.degree_), float(self.linear_share_), beta)
+        U = taylor_map(self._clipped_inputs(X), self._taylor_g(), int(self.degree_), float(self.linear_share_), beta)
+        mu = getattr(self, "taylor_centre_", None)  # None: reference_norm=None, or a model pickled before centring
+        if mu is not None:
+            spread = math.sqrt(max(0.0, 1.0 - float(mu @ mu)))
+            U = U - mu
+            if spread > 0.0:
+                U /= spread  # mean squared norm 1 on the sphere again; the clip below bounds every row
         return clip_rows(U, math.inf, _FEATURE_NORM, mode="rows", owner=type(self).__name__)  # float rounding
 
     def _features(self, X: np.ndarray, *, fitting: bool) -> np.ndarray:
@@ -450,6 +485,7 @@ class DPSVC(_DPMarginClassifier):
             kind, columns, degree = self._feature_map_for(X.shape[0], X.shape[1])
             self.features_, self.n_components_, self.degree_ = kind, columns, degree
             self.column_balance_ = self._column_balance_for(X.shape[0], columns) if kind == "taylor" else None
+            self.taylor_centre_ = self._taylor_centre(X.shape[1]) if kind == "taylor" else None
             for stale in ("random_weights_", "random_offset_"):
                 self.__dict__.pop(stale, None)
             if kind == "fourier":

@@ -47,6 +47,19 @@ when it is large (``benchmarks/dpsvc_column_balance.py``), which is why
 ``DPSVC(column_balance="auto")`` sets ``beta`` from the run's public
 noise-to-signal ratio.
 
+**Centring** (privtune's choice, as for the random features' ``reference_norm``).
+Even-degree monomials have a common component on rows of norm 1 (``sum_i
+u_i**2 = 1``): noise on the weights along it shifts every decision alike, an
+intercept in disguise. :func:`taylor_sphere_mean` gives ``mu = E tau(u)`` for
+``u`` uniform on the unit sphere, in closed form: a monomial's mean is 0 unless
+every index appears an even number of times, and then
+
+.. math:: E \prod_i u_i^{2 b_i} = \frac{\Gamma(d/2)}{\Gamma(d/2 + |b|)}
+   \prod_i \frac{\Gamma(b_i + 1/2)}{\Gamma(1/2)} .
+
+``DPSVC`` maps rows to ``(tau(u) - mu) / sqrt(1 - ||mu||**2)`` (mean 0 and
+mean squared norm 1 on the sphere), clipped to norm 1.
+
 Everything here depends on public quantities only (``d``, ``K``, ``gamma``,
 ``r``, ``beta``); nothing is read off the data.
 """
@@ -60,7 +73,7 @@ from itertools import combinations_with_replacement
 import numpy as np
 
 __all__ = ["MAX_TAYLOR_DEGREE", "taylor_block_shares", "taylor_coefficients", "taylor_degree_for", "taylor_dimension",
-           "taylor_map"]
+           "taylor_map", "taylor_sphere_mean"]
 
 #: Largest degree of the Taylor map (``degree`` is validated against it).
 MAX_TAYLOR_DEGREE = 10
@@ -154,3 +167,33 @@ def taylor_map(U: np.ndarray, g: float, degree: int, linear_share: float = 0.0, 
             cols[start:start + step] = np.prod(part[:, index], axis=2)
         blocks.append(cols * (scale * weights))
     return np.hstack(blocks)
+
+
+@lru_cache(maxsize=32)
+def _sphere_moments(n_features: int, degree: int) -> tuple[np.ndarray, ...]:
+    """Per degree block: ``E`` of each weighted monomial (``sqrt(multinomial)`` times the monomial) on the sphere."""
+    d = int(n_features)
+    out = []
+    for (index, weights) in _monomials(d, degree):
+        m, k = index.shape
+        mean = np.zeros(m)
+        if k % 2 == 0:
+            # A sorted index tuple has only even multiplicities iff it is a sequence of equal pairs.
+            paired = np.all(index[:, 0::2] == index[:, 1::2], axis=1)
+            log_norm = math.lgamma(d / 2.0) - math.lgamma(d / 2.0 + k / 2.0)
+            for col in np.flatnonzero(paired):
+                half = index[col, 0::2]
+                runs = np.diff(np.flatnonzero(np.r_[True, half[1:] != half[:-1], True]))
+                log_m = log_norm + sum(math.lgamma(b + 0.5) - math.lgamma(0.5) for b in runs)
+                mean[col] = weights[col] * math.exp(log_m)
+        mean.setflags(write=False)
+        out.append(mean)
+    return tuple(out)
+
+
+def taylor_sphere_mean(n_features: int, degree: int, g: float, linear_share: float = 0.0,
+                       balance: float = 0.0) -> np.ndarray:
+    """``E tau(u)`` for ``u`` uniform on the unit sphere of ``R^d`` (module docstring), exact, from public inputs."""
+    scales = np.sqrt(taylor_block_shares(g, degree, n_features, linear_share, balance))
+    return np.concatenate([scale * block for scale, block in zip(scales, _sphere_moments(n_features, degree),
+                                                                strict=True)])

@@ -583,8 +583,10 @@ def taylor_svc(seed, column_balance="auto"):
 
 def test_taylor_svc_pair_exercises_input_clipping_and_labels(monkeypatch):
     """On the Taylor map (``d = 1``, degree "auto" = 8, 8 monomials) row 0 of ``D``, ``x = 5``, is clipped to the
-    reference norm 1 before the monomials are formed, so its mapped row has norm exactly 1 (the declared bound);
-    the NaN of ``D'`` is mapped to 0, whose monomials are all 0. The twin without clipping forms ``5**k``.
+    reference norm 1 before the monomials are formed, so its mapped row has norm exactly 1 (the declared bound:
+    on the sphere ``{-1, 1}`` the centred row is the odd part of the map, of squared norm ``1 - ||mu||**2``,
+    divided by the same); the NaN of ``D'`` is mapped to 0, whose monomials are all 0, so its row is the public
+    ``-mu / sqrt(1 - ||mu||**2)``. The twin without clipping forms ``5**k``.
     The horizon rule takes 3 steps here (8 columns; the random features' 101 columns take 1).
     """
     seen = spy_on_trainer_inputs(monkeypatch)
@@ -597,7 +599,9 @@ def test_taylor_svc_pair_exercises_input_clipping_and_labels(monkeypatch):
         if z0 == 1.0:  # at the bound (the stored rows are rounded to float32 just inside it)
             assert bound * (1 - 1e-4) < np.linalg.norm(U[0]) <= bound
         else:
-            assert np.all(U[0, :-1] == 0.0) and U[0, -1] == pytest.approx(INTERCEPT_SCALING, rel=1e-4)
+            mu = clf.taylor_centre_
+            np.testing.assert_allclose(U[0, :-1], -mu / math.sqrt(1 - mu @ mu), rtol=1e-4, atol=1e-6)  # float32
+            assert U[0, -1] == pytest.approx(INTERCEPT_SCALING, rel=1e-4)
     switch_off_row_clipping(monkeypatch)
     taylor_svc(0).fit(X_SVC_D, Y_SVC_D)
     assert np.linalg.norm(seen[-1][0][0]) > 1e4  # 5**8 times its coefficient: far over the declared bound
@@ -614,8 +618,8 @@ def test_taylor_svc_passes_audit(column_balance):
     equally (one column each), the other end of the balance.
 
     H0: the fit is ``(0.999, 1e-6)``-DP on this pair, refuted with probability at most ``ALPHA = 1e-5``,
-    ``N = 2000`` fits per input. Measured lower bound: 0.0 for both (2026-11-27; counts in the worst set
-    448 / 472 of 1 000 for "auto", 389 / 368 for 1.0).
+    ``N = 2000`` fits per input. Measured lower bound: 0.0 for both (2026-11-27, the centred map; counts in the
+    worst set 513 / 488 of 1 000 for "auto", 283 / 267 for 1.0).
     """
     assert taylor_svc(0).fit(X_SVC_D, Y_SVC_D).column_balance_ == 0.0
     res, _ = run_audit(lambda seed: taylor_svc(seed, column_balance), X_SVC_D, Y_SVC_D, X_SVC_DP, Y_SVC_DP,

@@ -23,6 +23,7 @@ from privtune.svm._taylor import (
     taylor_degree_for,
     taylor_dimension,
     taylor_map,
+    taylor_sphere_mean,
 )
 
 
@@ -249,3 +250,47 @@ def test_fitted_column_balance_is_the_public_rule_and_only_moves_accuracy():
     before = plain.decision_function(X)
     del plain.__dict__["column_balance_"]  # a model pickled before the balance: the kernel's weighting
     np.testing.assert_array_equal(plain.decision_function(X), before)
+
+
+@pytest.mark.parametrize("d,degree", [(1, 8), (2, 8), (3, 5), (7, 2), (4, 4)])
+@pytest.mark.parametrize("g,share,beta", [(1.0, 0.25, 0.0), (0.3, 0.0, 0.75), (3.0, 0.25, 0.4)])
+def test_taylor_sphere_mean_is_exact(d, degree, g, share, beta):
+    """<mu, tau(v)> = E_u <tau(u), tau(v)> = sum_k w_k E[u_1**k] for any unit v (u uniform on the sphere), with
+    E[u_1**(2j)] = Gamma(d/2) Gamma(j + 1/2) / (Gamma(1/2) Gamma(d/2 + j)) and odd moments 0: checks every column's
+    mean through the kernel; odd-degree blocks have mean 0."""
+    mu = taylor_sphere_mean(d, degree, g, share, beta)
+    w = taylor_block_shares(g, degree, d, share, beta)
+    moments = [0.0 if k % 2 else math.exp(math.lgamma(d / 2) + math.lgamma(k / 2 + 0.5) - math.lgamma(0.5)
+                                          - math.lgamma(d / 2 + k / 2)) for k in range(1, degree + 1)]
+    V = _unit_rows(d, 6, d)
+    V /= np.linalg.norm(V, axis=1, keepdims=True)
+    np.testing.assert_allclose(taylor_map(V, g, degree, share, beta) @ mu, np.dot(w, moments), rtol=1e-10, atol=1e-13)
+    sizes = [math.comb(d + k - 1, k) for k in range(1, degree + 1)]
+    blocks = np.split(mu, np.cumsum(sizes)[:-1])
+    assert all(np.all(b == 0.0) for k, b in enumerate(blocks, 1) if k % 2)
+    if d == 1:  # the sphere is {-1, 1}: tau's even part is constant, so ||mu||**2 is the even blocks' share
+        assert mu @ mu == pytest.approx(sum(w[1::2]), rel=1e-12)
+    assert mu @ mu < 1.0
+
+
+def test_dpsvc_centres_the_taylor_map_on_the_reference_sphere():
+    """Rows of norm r map to (tau - mu) / sqrt(1 - ||mu||**2): mean 0 and mean squared norm 1 over the sphere (Monte
+    Carlo on public points), clipped to norm 1; reference_norm=None keeps the plain map; a model pickled before
+    the centring predicts with the plain map."""
+    X = _unit_rows(10, 2000, 2)
+    y = (np.linalg.norm(X, axis=1) < 0.6).astype(int)
+    clf = DPSVC(features="taylor", epsilon=2.0, classes=[0, 1], random_state=0).fit(X, y)
+    mu = clf.taylor_centre_
+    np.testing.assert_array_equal(mu, taylor_sphere_mean(2, clf.degree_, 1.0, 0.25, clf.column_balance_))
+    angles = np.linspace(0.0, 2 * np.pi, 4096, endpoint=False)  # exact for the circle's trigonometric polynomials
+    F = clf._features(np.c_[np.cos(angles), np.sin(angles)], fitting=False)
+    assert np.abs(F.mean(axis=0)).max() < 1e-12 and np.all(np.linalg.norm(F, axis=1) <= 1.0 + 1e-12)
+    plain = DPSVC(features="taylor", reference_norm=None, epsilon=2.0, classes=[0, 1], random_state=0).fit(X, y)
+    assert plain.taylor_centre_ is None
+    np.testing.assert_allclose(plain._features(X[:4], fitting=False),
+                               taylor_map(X[:4] / np.maximum(1, np.linalg.norm(X[:4], axis=1, keepdims=True)),
+                                          1.0, plain.degree_, 0.25, plain.column_balance_), rtol=1e-12)
+    before = clf.decision_function(X)
+    del clf.__dict__["taylor_centre_"]
+    assert not np.allclose(clf.decision_function(X), before)  # the fitted state of a release before the centring
+    assert clf.predict(X).shape == (2000,)
