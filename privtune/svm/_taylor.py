@@ -57,8 +57,11 @@ every index appears an even number of times, and then
 .. math:: E \prod_i u_i^{2 b_i} = \frac{\Gamma(d/2)}{\Gamma(d/2 + |b|)}
    \prod_i \frac{\Gamma(b_i + 1/2)}{\Gamma(1/2)} .
 
-``DPSVC`` maps rows to ``(tau(u) - mu) / sqrt(1 - ||mu||**2)`` (mean 0 and
-mean squared norm 1 on the sphere), clipped to norm 1.
+``DPSVC`` maps rows to ``(tau(u) - mu) / sqrt(1 - ||mu||**2)``, clipped to
+norm 1: mean 0 over the sphere, and norm exactly 1 on it, since by symmetry
+``<tau(u), mu> = E_v <tau(u), tau(v)> = ||mu||**2`` for every unit ``u``
+(the clip acts only on rows inside the ball, e.g. ``u = 0``, whose row is
+``-mu / sqrt(1 - ||mu||**2)``).
 
 Everything here depends on public quantities only (``d``, ``K``, ``gamma``,
 ``r``, ``beta``); nothing is read off the data.

@@ -274,9 +274,10 @@ def test_taylor_sphere_mean_is_exact(d, degree, g, share, beta):
 
 
 def test_dpsvc_centres_the_taylor_map_on_the_reference_sphere():
-    """Rows of norm r map to (tau - mu) / sqrt(1 - ||mu||**2): mean 0 and mean squared norm 1 over the sphere (Monte
-    Carlo on public points), clipped to norm 1; reference_norm=None keeps the plain map; a model pickled before
-    the centring predicts with the plain map."""
+    """Rows of norm r map to (tau - mu) / sqrt(1 - ||mu||**2): mean 0 over the sphere (exact quadrature on the
+    circle) and norm exactly 1 on it (<tau(u), mu> = E_v k(u.v) = ||mu||**2 is the same for every unit u, so
+    ||tau(u) - mu||**2 = 1 - ||mu||**2); reference_norm=None keeps the plain map; a model pickled before the
+    centring predicts with the plain map."""
     X = _unit_rows(10, 2000, 2)
     y = (np.linalg.norm(X, axis=1) < 0.6).astype(int)
     clf = DPSVC(features="taylor", epsilon=2.0, classes=[0, 1], random_state=0).fit(X, y)
@@ -284,7 +285,8 @@ def test_dpsvc_centres_the_taylor_map_on_the_reference_sphere():
     np.testing.assert_array_equal(mu, taylor_sphere_mean(2, clf.degree_, 1.0, 0.25, clf.column_balance_))
     angles = np.linspace(0.0, 2 * np.pi, 4096, endpoint=False)  # exact for the circle's trigonometric polynomials
     F = clf._features(np.c_[np.cos(angles), np.sin(angles)], fitting=False)
-    assert np.abs(F.mean(axis=0)).max() < 1e-12 and np.all(np.linalg.norm(F, axis=1) <= 1.0 + 1e-12)
+    assert np.abs(F.mean(axis=0)).max() < 1e-12
+    np.testing.assert_allclose(np.linalg.norm(F, axis=1), 1.0, rtol=1e-10)
     plain = DPSVC(features="taylor", reference_norm=None, epsilon=2.0, classes=[0, 1], random_state=0).fit(X, y)
     assert plain.taylor_centre_ is None
     np.testing.assert_allclose(plain._features(X[:4], fitting=False),
