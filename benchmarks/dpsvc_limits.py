@@ -63,7 +63,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import SVC, LinearSVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dp_trainer_defaults import datasets  # noqa: E402
+from dp_trainer_defaults import datasets, prepare  # noqa: E402
 
 import privtune  # noqa: E402
 from privtune.optim._accelerated_plan import gaussian_run_multiplier  # noqa: E402
@@ -105,18 +105,12 @@ def _epsilon_for_multiplier(nm: float) -> float:
     return brentq(lambda e: gaussian_run_multiplier(e, DELTA) - nm, 1e-3, 1e3, xtol=1e-10)
 
 
-def _prepare(X, y):
-    X = StandardScaler().fit_transform(X)
-    X = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
-    return train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
-
-
 def _median(values) -> float:
     return float(np.median(values))
 
 
 def part_causes(name, X, y, seeds: int) -> dict:
-    Xtr, Xte, ytr, yte = _prepare(X, y)
+    Xtr, Xte, ytr, yte = prepare(X, y)
     n = len(ytr)
     row = {"task": name, "n_train": n}
     row["svc"] = float(SVC(C=1.0, gamma=1.0).fit(Xtr, ytr).score(Xte, yte))

@@ -204,6 +204,10 @@ class _DPMarginClassifier(_LinearClassifier):
                         l2=1.0 / (params["C"] * n), accountant=None, random_state=self.random_state,
                         phase=type(self).__name__, **kwargs)
 
+    def _horizon_floor(self) -> float:
+        """``horizon_floor`` of the solver's ``horizon="auto"`` (:func:`privtune.optim._schedules.auto_horizon`)."""
+        return 0.0
+
     def _accelerated_kwargs(self, params: dict[str, Any], n: int, r1: float, r2: float,
                             n_classes: int = 2) -> dict[str, Any]:
         """The keyword arguments of :func:`dp_accelerated` for a fit on ``n`` rows of ``n_classes`` (public)."""
@@ -215,7 +219,8 @@ class _DPMarginClassifier(_LinearClassifier):
                     n_iter=params["max_iter"], batch_size=params["batch_size"], step_scale=params["step_scale"],
                     initial_gap=params["initial_gap"], max_slope=params["max_slope"], clip="rows",
                     noise=self.noise, delta=params["delta"] if gaussian else None, horizon=self.horizon,
-                    output="last" if self.horizon == "paper" else "tail_average")
+                    output="last" if self.horizon == "paper" else "tail_average",
+                    horizon_floor=self._horizon_floor())
 
     def _public_plan(self, n: int, d: int, params: dict[str, Any], owner: str,
                      n_classes: int | None = None) -> tuple[int, float, float]:

@@ -90,7 +90,8 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
                step_scale: float, initial_gap: float | None, x0: Any, masg_p: int, clip: str, output: str,
                accountant: Any, random_state: Any, owner: str, noise: str = "laplace",
                delta: float | None = None, max_slope: float = 1.0, horizon: str | None = None,
-               budget_share: float = 1.0, n_classes: int | None = None, check_only: bool = False) -> _Plan | None:
+               budget_share: float = 1.0, n_classes: int | None = None, check_only: bool = False,
+               horizon_floor: float = 0.0) -> _Plan | None:
     """The run's whole plan from public quantities (every refusal happens here, before any charge).
 
     ``check_only``: stop once every check has passed and every step's exact
@@ -146,6 +147,7 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
         lossf = get_loss(loss, h, owner, kappa)
         row_dim = d
     horizon = check_integer(n_iter, "n_iter", low=1, high=100_000, owner=owner)
+    floor = check_real(horizon_floor, "horizon_floor", low=0.0, high=1e6, closed="both", owner=owner)
     c = check_real(step_scale, "step_scale", low=0.0, high=1.0, closed="right", owner=owner)
     p = check_integer(masg_p, "masg_p", low=1, high=30, owner=owner)
     _choice(clip, "clip", _CLIPS, owner)
@@ -192,7 +194,7 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
         else:
             ratio = (2.0 * math.sqrt(2.0 * d) * (r1_eff / r2) / (n * eps)
                      * (lossf.coefficient_bound(1) / lossf.coefficient_bound(2)))
-        horizon = auto_horizon(ratio, horizon, laplace=kind == "laplace", dim=d)
+        horizon = auto_horizon(ratio, horizon, laplace=kind == "laplace", dim=d, floor=floor)
     sched = step_schedule(solver, horizon, c, smooth, mu, p)
     if horizon_rule == "paper" and not solver.endswith("-opt"):
         if kind == "gaussian":

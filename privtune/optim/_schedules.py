@@ -238,7 +238,8 @@ def base_epsilon(step_epsilon: float, n: int, m: int) -> float:
     return math.log1p(math.expm1(step_epsilon) * n / m)
 
 
-def auto_horizon(noise_to_signal: float, cap: int, *, laplace: bool = False, dim: int | None = None) -> int:
+def auto_horizon(noise_to_signal: float, cap: int, *, laplace: bool = False, dim: int | None = None,
+                 floor: float = 0.0) -> int:
     """privtune's horizon rule (``horizon="auto"``), from public constants only.
 
     ``r = noise_to_signal`` is the expected L2 norm of the noise that one step
@@ -275,6 +276,14 @@ def auto_horizon(noise_to_signal: float, cap: int, *, laplace: bool = False, dim
     thousands of rows; with rows clipped in L2 it is within a few
     points of this rule on the nine benchmark tasks (docs/trainers.md). ``T``
     grows with epsilon, so a larger budget never buys fewer steps.
+
+    ``floor`` (Gaussian only; 0, the default, leaves the rule as above): at
+    least ``floor / r`` steps, still at most the cap. It acts only where
+    ``floor / r`` exceeds ``5 / sqrt(r)``, i.e. ``r < (floor / 5)**2``, the
+    quiet regime, where it keeps the per-step ratio ``r sqrt(T)`` at or below
+    ``sqrt(floor r)``. ``DPSVC`` uses 0.5 (its kernel maps' many small
+    columns converge slowly; measured in ``docs/trainers.md``); the linear
+    models 0.
     """
     if dim is not None:
         cap = min(cap, max(AUTO_HORIZON_CONVERGED, 2 * int(dim)))
@@ -285,6 +294,8 @@ def auto_horizon(noise_to_signal: float, cap: int, *, laplace: bool = False, dim
         t = min((AUTO_HORIZON_SCALE**2 / r) ** 0.4, (AUTO_HORIZON_NOISY / r) ** (2.0 / 3.0))
     else:
         t = min(AUTO_HORIZON_SCALE / math.sqrt(r), AUTO_HORIZON_NOISY / r)
+        if floor > 0.0:
+            t = max(t, floor / r)
     return int(min(cap, max(AUTO_HORIZON_MIN, round(t))))
 
 

@@ -250,7 +250,8 @@ def _noiseless_run_for_tests(X: Any, y: Any, **kw: Any) -> DPOptimizeResult:
 def _defaults(kw: dict[str, Any]) -> dict[str, Any]:
     base = dict(solver="nag-opt", data_norm_l2=None, loss="logistic", smoothing=1.0, n_iter=100,
                 batch_size=None, step_scale=1.0, initial_gap=None, x0=None, masg_p=1, clip="rows",
-                output="last", random_state=None, noise="laplace", delta=None, max_slope=1.0, horizon=None)
+                output="last", random_state=None, noise="laplace", delta=None, max_slope=1.0, horizon=None,
+                horizon_floor=0.0)
     base.update(kw)
     return base
 
@@ -263,7 +264,7 @@ def dp_accelerated(
     x0: Any = None, masg_p: int = 1, clip: str = "rows", output: str = "last",
     accountant: Accountant | None = None, random_state: Any = None, phase: str = "training",
     noise: str = "laplace", delta: float | None = None, max_slope: float = 1.0, horizon: str | None = None,
-    budget_share: float = 1.0, n_classes: int | None = None,
+    budget_share: float = 1.0, n_classes: int | None = None, horizon_floor: float = 0.0,
 ) -> DPOptimizeResult:
     r"""Minimise a regularised margin loss with a DP (accelerated) gradient method (Laplace or Gaussian).
 
@@ -360,6 +361,12 @@ def dp_accelerated(
         ``None`` (the function's historical default): ``"paper"`` for the
         ``*-opt`` solvers and ``"max_iter"`` otherwise. The estimators default
         to ``"auto"``.
+    horizon_floor : float in [0, 1e6], default=0.0
+        With ``horizon="auto"`` and Gaussian noise: at least
+        ``horizon_floor / r`` steps (rounded, still at most the cap), which
+        lengthens the rule's horizon only where the noise is small
+        (``r < (horizon_floor / 5)**2``). Public; privacy-neutral. ``DPSVC``
+        passes 0.5 (privtune's choice, measured in ``docs/trainers.md``).
     budget_share : float in (0, 1], default=1.0
         The share of the budget of ``(epsilon, delta)`` this run spends, for
         runs released together on the same rows (e.g. one-vs-rest fits of a
@@ -471,7 +478,7 @@ def dp_accelerated(
                 smoothing=smoothing, n_iter=n_iter, batch_size=batch_size, step_scale=step_scale,
                 initial_gap=initial_gap, x0=x0, masg_p=masg_p, clip=clip, output=output,
                 random_state=random_state, noise=noise, delta=delta, max_slope=max_slope, horizon=horizon,
-                budget_share=budget_share, n_classes=n_classes)
+                budget_share=budget_share, n_classes=n_classes, horizon_floor=horizon_floor)
 
 
 _WRAPPER_DOC = """{summary}

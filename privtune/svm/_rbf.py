@@ -245,7 +245,17 @@ class DPSVC(_DPMarginClassifier):
         ratio (``nm`` the Gaussian noise multiplier of ``(epsilon, delta)``):
         0 in the noisy regime, 0.75 once the noise is small; 0 with
         ``noise="laplace"`` (not measured). Public quantities only. Measured
-        in ``docs/trainers.md``.""" + \
+        in ``docs/trainers.md``.
+    horizon_floor : float in [0, 1e6], default=0.5
+        With ``horizon="auto"`` and Gaussian noise, at least
+        ``horizon_floor / r`` steps (``r`` the run's noise-to-signal ratio, as
+        above), still at most the rule's cap ``max(50, 2 d)`` and
+        ``max_iter``. It lengthens the horizon only once the noise is small
+        (``r < (horizon_floor / 5)**2``, i.e. below 0.01 at 0.5), where the
+        kernel maps' many small columns still gain from more steps; 0 is the
+        linear models' rule (privtune's, not the paper's). Privacy-neutral:
+        the run's cost does not depend on its number of steps. Measured in
+        ``benchmarks/dpsvc_horizon_floor.py`` (``docs/trainers.md``).""" + \
         _COMMON_PARAMS_DOC.replace("""
     C : float in (0, inf), default=1.0
         Inverse regularisation strength, as in scikit-learn""", """
@@ -265,7 +275,8 @@ class DPSVC(_DPMarginClassifier):
         ``horizon="max_iter"``; also the cap of ``horizon="paper"``). Every
         step is one full pass over the mapped rows (one batch with
         ``batch_size``). With ``horizon="auto"`` the rule chooses ``T``
-        (``5 / sqrt(r)`` steps, fewer in the noisy regime) up to its own cap
+        (``5 / sqrt(r)`` steps, fewer in the noisy regime, at least
+        ``horizon_floor / r`` in the quiet one) up to its own cap
         ``max(50, 2 d)`` (``d`` the mapped columns and the intercept), so
         ``max_iter`` binds only where it is lower than both. 1000 rather than the
         linear models' 100 because the kernel maps have hundreds of columns:
@@ -360,7 +371,7 @@ class DPSVC(_DPMarginClassifier):
                  intercept_scaling: float = 0.5, batch_size: int | None = None, max_iter: int = 1000,
                  step_scale: float = 1.0, initial_gap: float | None = None, max_slope: float = 1.0, classes: Any = None,
                  feature_seed: int = 0, linear_share: float = 0.25, features: str = "auto",
-                 degree: int | str = "auto", column_balance: float | str = "auto",
+                 degree: int | str = "auto", column_balance: float | str = "auto", horizon_floor: float = 0.5,
                  random_state: Any = None, accountant: Accountant | None = None, noise: str = "gaussian",
                  delta: float = 1e-6) -> None:
         self.noise = noise
@@ -386,8 +397,12 @@ class DPSVC(_DPMarginClassifier):
         self.features = features
         self.degree = degree
         self.column_balance = column_balance
+        self.horizon_floor = horizon_floor
         self.random_state = random_state
         self.accountant = accountant
+
+    def _horizon_floor(self) -> float:
+        return float(self.horizon_floor)
 
     def _validate_extra(self, owner: str) -> dict[str, Any]:
         check_real(self.gamma, "gamma", low=0.0, owner=owner)
@@ -405,6 +420,7 @@ class DPSVC(_DPMarginClassifier):
             check_integer(self.degree, "degree", low=1, high=MAX_TAYLOR_DEGREE, owner=owner)
         if not (isinstance(self.column_balance, str) and self.column_balance == "auto"):
             check_real(self.column_balance, "column_balance", low=0.0, high=1.0, closed="both", owner=owner)
+        check_real(self.horizon_floor, "horizon_floor", low=0.0, high=1e6, closed="both", owner=owner)
         return {"smoothing": check_real(self.smoothing, "smoothing", low=0.0, owner=owner)}
 
     def _feature_bounds(self, n_features: int) -> tuple[float, float]:

@@ -469,6 +469,9 @@ def test_gaussian_run_charged_once_and_fits_its_budget():
         (dict(noise="gaussian", delta=1e-6, batch_size=50), r"'batch_size'.*noise='gaussian'"),
         (dict(noise="laplace", delta=1e-6), r"'delta'.*noise='laplace'"),
         (dict(noise="student"), r"'noise' parameter of dp_accelerated must be one of"),
+        (dict(noise="gaussian", delta=1e-6, horizon="auto", horizon_floor=-1.0), r"'horizon_floor'"),
+        (dict(noise="gaussian", delta=1e-6, horizon="auto", horizon_floor=float("nan")), r"'horizon_floor'"),
+        (dict(noise="gaussian", delta=1e-6, horizon="auto", horizon_floor="long"), r"'horizon_floor'"),
     ],
 )
 def test_gaussian_parameters_validated_with_nothing_spent(change, match):

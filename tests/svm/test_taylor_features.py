@@ -123,8 +123,10 @@ def test_parameters_validated_before_spending():
     acc = Accountant(Budget(10.0, 1e-5))
     for bad in ({"features": "nystroem"}, {"features": None}, {"degree": 0}, {"degree": 11}, {"degree": 2.5},
                 {"degree": "high"}, {"column_balance": -0.1}, {"column_balance": 1.5}, {"column_balance": "max"},
-                {"column_balance": None}, {"column_balance": float("nan")}):
-        with pytest.raises(InvalidParameterError, match="'features'|'degree'|'column_balance'"):
+                {"column_balance": None}, {"column_balance": float("nan")}, {"horizon_floor": -0.5},
+                {"horizon_floor": float("nan")}, {"horizon_floor": True}, {"horizon_floor": None},
+                {"horizon_floor": 1e7}):
+        with pytest.raises(InvalidParameterError, match="'features'|'degree'|'column_balance'|'horizon_floor'"):
             DPSVC(accountant=acc, classes=[0, 1], **bad).fit(X, y)
     with pytest.raises(InvalidParameterError, match="monomials"):  # C(400 + 10, 10) columns: public sizes
         DPSVC(accountant=acc, classes=[0, 1], features="taylor", degree=10).fit(np.zeros((4, 400)), [0, 1, 0, 1])
