@@ -59,13 +59,11 @@ import numpy as np  # noqa: E402
 from scipy.linalg import eigh  # noqa: E402
 from scipy.optimize import brentq  # noqa: E402
 from sklearn.kernel_approximation import RBFSampler  # noqa: E402
-from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import SVC, LinearSVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dp_trainer_defaults import datasets  # noqa: E402
+from dp_trainer_defaults import datasets, prepare  # noqa: E402
 
 import privtune  # noqa: E402
 import privtune.optim._accelerated_plan as plan_module  # noqa: E402
@@ -99,9 +97,7 @@ def step_multiplier(m: float):
 
 def prepared():
     for name, X, y in datasets(False):
-        X = StandardScaler().fit_transform(X)
-        X = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
-        yield name, *train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+        yield name, *prepare(X, y)
 
 
 def fits(make, Xtr, ytr, seeds):

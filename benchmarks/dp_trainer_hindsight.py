@@ -44,12 +44,10 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
-from sklearn.model_selection import train_test_split  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import SVC, LinearSVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dp_trainer_defaults import datasets  # noqa: E402
+from dp_trainer_defaults import datasets, prepare  # noqa: E402
 
 import privtune  # noqa: E402
 from privtune.linear_model import DPLogisticRegression  # noqa: E402
@@ -95,18 +93,12 @@ SWEEP = {"gd, auto horizon": {"solver": "gd"},
          "nag, T = 25": {"solver": "nag", "horizon": "max_iter", "max_iter": 25}}
 
 
-def prepared(X, y):
-    X = StandardScaler().fit_transform(X)
-    X = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
-    return train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
-
-
 def sweep(data: dict, seeds: int, quick: bool) -> list[dict]:
     """Fixed alternatives against the default on every task and epsilon (part 2)."""
     out = []
     names = list(data)[:2] if quick else list(data)
     for name in names:
-        Xtr, Xte, ytr, yte = prepared(*data[name])
+        Xtr, Xte, ytr, yte = prepare(*data[name])
         for est_name in ("DPLogisticRegression", "DPLinearSVC"):
             cls = ESTIMATORS[est_name][0]
             curves = {label: [float(np.median([cls(epsilon=e, classes=[0, 1], random_state=s, **kw)
@@ -131,7 +123,7 @@ def main() -> None:
     cells = [] if args.part == "sweep" else CELLS[:2] if args.quick else CELLS
     rows = []
     for name, est_name, target in cells:
-        Xtr, Xte, ytr, yte = prepared(*data[name])
+        Xtr, Xte, ytr, yte = prepare(*data[name])
         cls, grid = ESTIMATORS[est_name]
         grid = grid[::4] if args.quick else grid
         ref = reference(est_name, Xtr, ytr, Xte, yte)

@@ -57,12 +57,10 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import sklearn  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
-from sklearn.model_selection import train_test_split  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import SVC, LinearSVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dp_trainer_defaults import datasets  # noqa: E402
+from dp_trainer_defaults import datasets, prepare  # noqa: E402
 
 import privtune  # noqa: E402
 from privtune.linear_model import DPLogisticRegression  # noqa: E402
@@ -92,12 +90,6 @@ for i in range(job["n_datasets"]):
                                for eps in job["epsilons"]}
 print(json.dumps(out))
 '''
-
-
-def prepare(X, y):
-    X = StandardScaler().fit_transform(X)
-    X = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
-    return train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
 
 
 def reference(name, Xtr, ytr, Xte, yte, est) -> float:

@@ -280,8 +280,8 @@ def auto_horizon(noise_to_signal: float, cap: int, *, laplace: bool = False, dim
     ``floor`` (Gaussian only; 0, the default, leaves the rule as above): at
     least ``floor / r`` steps, still at most the cap. It acts only where
     ``floor / r`` exceeds ``5 / sqrt(r)``, i.e. ``r < (floor / 5)**2``, the
-    quiet regime, where it keeps the per-step ratio ``r sqrt(T)`` at or below
-    ``sqrt(floor r)``. ``DPSVC`` uses 0.5 (its kernel maps' many small
+    quiet regime; there, until the cap, ``T = floor / r`` and each step's
+    ratio ``r sqrt(T)`` is ``sqrt(floor r)`` (under 0.071 at 0.5). ``DPSVC`` uses 0.5 (its kernel maps' many small
     columns converge slowly; measured in ``docs/trainers.md``); the linear
     models 0.
     """
