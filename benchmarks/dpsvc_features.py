@@ -1,4 +1,4 @@
-"""DPSVC's centred random features against the plain map, over gamma and epsilon (issue 11).
+"""DPSVC's centred kernel features (random Fourier or Taylor) against the plain map, over gamma and epsilon (issue 11).
 
 ``DPSVC(reference_norm=1.0)`` (the default) centres and scales the random Fourier features for inputs of unit
 norm, ``(phi(x) - e^{-gamma} phi(0)) / sqrt(1 - e^{-2 gamma})``, then clips them to norm 1;
@@ -14,8 +14,20 @@ more than one point either way. A second part keeps the rows standardised only (
 the reference norm 1) with ``gamma = 1 / d`` (scikit-learn's ``"scale"`` for standardised features), the case the
 default ``reference_norm`` is not tuned for.
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dpsvc_features.py [--seeds 5]`` (about 12 minutes on one
-core). Writes ``benchmarks/results/dpsvc_features.json`` and ``.md``.
+``--features auto`` (the default) measures the map ``DPSVC`` picks at its defaults (``features="auto"``: the
+Taylor map where the training set has at least 20 rows per column of it, else the random Fourier features; the
+table names each cell's map). The Taylor map is centred on the unit sphere with ``reference_norm=1.0`` and left
+uncentred with ``None`` (``privtune/svm/_taylor.py``). It writes ``benchmarks/results/dpsvc_features.json`` and
+``.md``. ``--features fourier`` runs the study the default ``reference_norm`` was chosen on (2026-11-26 16:42,
+before the Taylor map, the linear share, the 1 000-step cap and the horizon floor) with that study's map and
+parameters: the random Fourier features with ``linear_share=0``, ``max_iter=100`` and ``horizon_floor=0``,
+writing ``dpsvc_features_fourier.json`` and ``.md``. The stored files are that first run's. A rerun on
+2026-11-27 moved 383 of the 450 cells (the horizon rule and the noise streams changed in between) and kept its
+summary: centred minus plain +5.8 / +2.8 / +0.8 / -0.0 points at gamma 0.1 / 0.3 / 1 / 3 (first run +5.9 / +3.0
+/ +0.8 / +0.1), +0.3 on standardised rows (+0.4).
+
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dpsvc_features.py [--seeds 5] [--features auto|fourier]``
+(about 12 minutes on one core).
 """
 
 from __future__ import annotations
@@ -46,12 +58,18 @@ OUT = Path(__file__).resolve().parent / "results"
 EPS = (0.1, 0.3, 1.0, 3.0, 10.0)
 GAMMAS = (0.1, 0.3, 1.0, 3.0)
 MAPS = {"centred": 1.0, "plain": None}
+#: Per ``--features``: the parameters pinned beside ``gamma`` and ``reference_norm`` and the results' file stem.
+SETTINGS = {"auto": ({}, "dpsvc_features"),
+            "fourier": ({"features": "fourier", "linear_share": 0.0, "max_iter": 100, "horizon_floor": 0.0},
+                        "dpsvc_features_fourier")}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--features", choices=sorted(SETTINGS), default="auto")
     args = ap.parse_args()
+    pinned, stem = SETTINGS[args.features]
     warnings.filterwarnings("ignore")
     t0 = time.perf_counter()
     rows = []
@@ -65,26 +83,33 @@ def main() -> None:
                    "majority": float(max(np.mean(yte), 1 - np.mean(yte)))}
             for label, r in MAPS.items():
                 row[label] = [float(np.median([DPSVC(gamma=gamma, epsilon=e, classes=[0, 1], reference_norm=r,
-                                                     random_state=s).fit(Xtr, ytr).score(Xte, yte)
+                                                     random_state=s, **pinned).fit(Xtr, ytr).score(Xte, yte)
                                                for s in range(args.seeds)])) for e in EPS]
+            fitted = DPSVC(gamma=gamma, epsilon=1.0, classes=[0, 1], random_state=0, **pinned).fit(Xtr, ytr)
+            row["map"] = (f"taylor, degree {fitted.degree_}" if fitted.features_ == "taylor" else "fourier") \
+                + f", {fitted.n_components_} columns"
             rows.append(row)
             print(f"{part[:5]} {name[:24]:24s} gamma={gamma:<6.3g} plain " + " ".join(f"{a:.3f}" for a in row["plain"])
                   + " | centred " + " ".join(f"{a:.3f}" for a in row["centred"]), flush=True)
     meta = {"run": time.strftime("%Y-%m-%d %H:%M"), "platform": platform.platform(), "privtune": privtune.__version__,
-            "seeds": args.seeds, "seconds": round(time.perf_counter() - t0, 1)}
+            "seeds": args.seeds, "seconds": round(time.perf_counter() - t0, 1), "features": args.features,
+            "pinned": pinned}
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "dpsvc_features.json").write_text(json.dumps({"meta": meta, "epsilons": EPS, "rows": rows}, indent=1))
-    (OUT / "dpsvc_features.md").write_text(render(meta, rows))
-    print(f"wrote {OUT / 'dpsvc_features.md'} in {meta['seconds']} s")
+    (OUT / f"{stem}.json").write_text(json.dumps({"meta": meta, "epsilons": EPS, "rows": rows}, indent=1))
+    (OUT / f"{stem}.md").write_text(render(meta, rows))
+    print(f"wrote {OUT / (stem + '.md')} in {meta['seconds']} s")
 
 
 def render(meta, rows) -> str:
-    L = ["# DPSVC: centred random features against the plain map (issue 11)\n",
+    pinned = meta.get("pinned", {})
+    pinned_text = (" but " + ", ".join(f"`{k}={v!r}`" for k, v in pinned.items())) if pinned else ""
+    L = ["# DPSVC: centred kernel features against the plain map (issue 11)\n",
          f"Run {meta['run']}, {meta['platform']}, privtune {meta['privtune']}, {meta['seeds']} noise seeds per cell "
          f"(median test accuracy), {meta['seconds']} s. `OMP_NUM_THREADS=1 .venv/bin/python "
-         "benchmarks/dpsvc_features.py`. Rows standardised and scaled to unit L2 norm, 70/30 stratified split, "
-         "δ = 1e-6, every other parameter at its default. centred: `reference_norm=1.0` (the default); plain: "
-         "`reference_norm=None`.\n",
+         f"benchmarks/dpsvc_features.py --features {meta.get('features', 'fourier')}`. Rows standardised (and in "
+         "the first part scaled to unit L2 norm), 70/30 stratified split, δ = 1e-6, every other parameter at its "
+         f"default{pinned_text}. centred: `reference_norm=1.0` (the default); plain: `reference_norm=None`. Map: "
+         "the kernel map the fit at ε = 1 used.\n",
          "## Summary (centred minus plain, points, over the nine tasks × five ε)\n",
          "| rows | γ | mean | worst | best | cells better by > 1 point | cells worse by > 1 point |",
          "|---|---|---|---|---|---|---|"]
@@ -96,11 +121,13 @@ def render(meta, rows) -> str:
                  f"{d.min():+.1f} | {d.max():+.1f} | {int((d > 1).sum())} of {d.size} | "
                  f"{int((d < -1).sum())} of {d.size} |")
     L += ["", "## Every cell\n",
-          "| rows | dataset | n train | γ | map | " + " | ".join(f"ε = {e:g}" for e in EPS) + " | majority |",
-          "|---|---|---|---|---|" + "---|" * (len(EPS) + 1)]
+          "| rows | dataset | n train | γ | map | centring | " + " | ".join(f"ε = {e:g}" for e in EPS)
+          + " | majority |",
+          "|---|---|---|---|---|---|" + "---|" * (len(EPS) + 1)]
     for r in rows:
         for label in MAPS:
-            L.append(f"| {r['part']} | {r['dataset']} | {r['n_train']} | {r['gamma']:.3g} | {label} | "
+            L.append(f"| {r['part']} | {r['dataset']} | {r['n_train']} | {r['gamma']:.3g} | "
+                     f"{r.get('map', 'fourier')} | {label} | "
                      + " | ".join(f"{a:.3f}" for a in r[label]) + f" | {r['majority']:.3f} |")
     return "\n".join(L) + "\n"
 
