@@ -395,6 +395,9 @@ class _DPMarginClassifier(_LinearClassifier):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            A non-finite entry (NaN, +-inf) counts as 0, as it does in ``fit``:
+            the row is scored as training saw such a row, and the score stays
+            finite.
 
         Returns
         -------
@@ -405,6 +408,9 @@ class _DPMarginClassifier(_LinearClassifier):
         """
         check_is_fitted(self, "coef_")
         X = _numeric_table(self, X, type(self).__name__, reset=False)
+        finite = np.isfinite(X)
+        if not finite.all():
+            X = np.where(finite, X, 0.0)  # as fit maps them: a non-finite entry counts as 0, row by row
         F = self._features(X, fitting=False)
         if self.coef_.shape[0] == 1:
             return F @ self.coef_[0] + self.intercept_[0]

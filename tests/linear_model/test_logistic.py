@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from privtune.accounting import Accountant, Budget
 from privtune.exceptions import BudgetExceededError, InvalidParameterError
 from privtune.linear_model import DPLogisticRegression
 from privtune.optim._losses import clip_rows
+from privtune.svm import DPSVC, DPLinearSVC
 
 
 def _blobs(seed: int, n: int = 3000, d: int = 3):
@@ -104,6 +106,30 @@ def test_non_finite_or_huge_rows_are_mapped_into_the_domain_after_the_charge(mut
     acc = Accountant(Budget(10.0, 0.0))
     clf = DPLogisticRegression(accountant=acc, max_iter=10, random_state=0, noise="laplace", classes=[0, 1]).fit(X, y)
     assert len(acc.entries) == 1 and np.isfinite(clf.coef_).all()
+
+
+@pytest.mark.parametrize("make", [
+    lambda: DPLogisticRegression(classes=[0, 1], random_state=0),
+    lambda: DPLogisticRegression(classes=[0, 1, 2], random_state=0),
+    lambda: DPLinearSVC(classes=[0, 1], random_state=0),
+    lambda: DPSVC(classes=[0, 1], features="fourier", random_state=0),
+    lambda: DPSVC(classes=[0, 1], features="taylor", random_state=0),
+], ids=["logistic", "logistic-3-classes", "linear-svc", "svc-fourier", "svc-taylor"])
+def test_prediction_counts_a_non_finite_entry_as_0_as_fit_does(make):
+    """fit maps a non-finite entry to 0; predictions used to give such a row a NaN score (and a RuntimeWarning for
+    an infinite entry), or, on the random features, the features of no row at all."""
+    X, y = _blobs(4, n=600)
+    if len(make().classes) == 3:
+        y = np.arange(600) % 3
+    clf = make().fit(X, y)
+    Z = X[:4].copy()
+    Z[0, 0], Z[1, 2], Z[2, 1], Z[3] = np.nan, np.inf, -np.inf, np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy warning on such rows either
+        scores = clf.decision_function(Z)
+        np.testing.assert_array_equal(scores, clf.decision_function(np.where(np.isfinite(Z), Z, 0.0)))
+        np.testing.assert_array_equal(clf.predict(Z), clf.predict(np.where(np.isfinite(Z), Z, 0.0)))
+    assert np.isfinite(scores).all()
 
 
 @pytest.mark.parametrize(("mutate", "params", "match"), [
