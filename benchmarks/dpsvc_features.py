@@ -27,7 +27,7 @@ summary: centred minus plain +5.8 / +2.8 / +0.8 / -0.0 points at gamma 0.1 / 0.3
 / +0.8 / +0.1), +0.3 on standardised rows (+0.4).
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dpsvc_features.py [--seeds 5] [--features auto|fourier]``
-(about 12 minutes on one core).
+(4 to 6 minutes on one core on 2026-11-27; 9 minutes on 2026-11-26).
 """
 
 from __future__ import annotations

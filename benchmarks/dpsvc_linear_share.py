@@ -23,10 +23,11 @@ Taylor map where the training set has at least 20 rows per column of it, else th
 table names each task's map), writing ``benchmarks/results/dpsvc_linear_share.json`` and ``.md``.
 ``--features fourier`` repeats the study the default ``linear_share`` was chosen on (2026-11-27 06:45, before
 the Taylor map, the 1 000-step cap and the horizon floor): the random Fourier features with ``max_iter=100`` and
-``horizon_floor=0``, writing ``dpsvc_linear_share_fourier.json`` and ``.md``.
+``horizon_floor=0``, writing ``dpsvc_linear_share_fourier.json`` and ``.md`` (a rerun on 2026-11-27 22:41
+reproduced that first run's 135 cells exactly).
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dpsvc_linear_share.py [--seeds 9] [--jobs 2]
-[--features auto|fourier]`` (about 8 minutes on 2 cores).
+[--features auto|fourier]`` (2 to 4 minutes on 2 cores on 2026-11-27).
 """
 
 from __future__ import annotations
