@@ -63,14 +63,15 @@ def test_auto_degree_fills_the_feature_budget():
     assert taylor_degree_for(5, 124) == 3 and taylor_degree_for(5, 125) == 4
 
 
-@pytest.mark.parametrize("n,d,expected", [(14000, 20, "taylor"), (3500, 20, "fourier"), (398, 30, "fourier"),
-                                          (1400, 2, "taylor"), (879, 2, "fourier"), (880, 2, "taylor")])
+@pytest.mark.parametrize("n,d,expected", [(14000, 20, "taylor"), (3500, 20, "taylor"), (398, 30, "fourier"),
+                                          (919, 20, "fourier"), (920, 20, "taylor"), (1400, 2, "taylor"),
+                                          (175, 2, "fourier"), (176, 2, "taylor"), (1257, 64, "fourier")])
 def test_auto_rule_reads_public_sizes_only(n, d, expected):
-    """Taylor when n >= 20 x its columns (degree "auto"); every choice is a function of (n, d) and parameters."""
+    """Taylor when n >= 4 x its columns (degree "auto"); every choice is a function of (n, d) and parameters."""
     kind, columns, degree = DPSVC()._feature_map_for(n, d)
     assert kind == expected
     if kind == "taylor":
-        assert n >= 20 * columns and columns == taylor_dimension(d, degree)
+        assert n >= 4 * columns and columns == taylor_dimension(d, degree)
     rows = np.random.default_rng(0).normal(size=(n, d))
     clf = DPSVC(epsilon=1.0, classes=[0, 1], random_state=0, max_iter=2).fit(rows, np.arange(n) % 2)
     assert clf.features_ == expected and clf.n_components_ == columns and clf.coef_.shape[1] == (
