@@ -15,7 +15,7 @@ the reference norm 1) with ``gamma = 1 / d`` (scikit-learn's ``"scale"`` for sta
 default ``reference_norm`` is not tuned for.
 
 ``--features auto`` (the default) measures the map ``DPSVC`` picks at its defaults (``features="auto"``: the
-Taylor map where the training set has at least 20 rows per column of it, else the random Fourier features; the
+Taylor map where the training set has at least 4 rows per column of it, else the random Fourier features; the
 table names each cell's map). The Taylor map is centred on the unit sphere with ``reference_norm=1.0`` and left
 uncentred with ``None`` (``privtune/svm/_taylor.py``). It writes ``benchmarks/results/dpsvc_features.json`` and
 ``.md``. ``--features fourier`` runs the study the default ``reference_norm`` was chosen on (2026-11-26 16:42,

@@ -19,7 +19,7 @@ share the number of (task, epsilon) cells more than one point above or below ``s
 non-decreasing in epsilon (within one point or two test rows).
 
 ``--features auto`` (the default) measures the map ``DPSVC`` picks at its defaults (``features="auto"``: the
-Taylor map where the training set has at least 20 rows per column of it, else the random Fourier features; the
+Taylor map where the training set has at least 4 rows per column of it, else the random Fourier features; the
 table names each task's map), writing ``benchmarks/results/dpsvc_linear_share.json`` and ``.md``.
 ``--features fourier`` repeats the study the default ``linear_share`` was chosen on (2026-11-27 06:45, before
 the Taylor map, the 1 000-step cap and the horizon floor): the random Fourier features with ``max_iter=100`` and

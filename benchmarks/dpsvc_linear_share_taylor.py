@@ -3,7 +3,7 @@
 ``linear_share`` was chosen on the random Fourier features (``benchmarks/dpsvc_linear_share.py``), whose random
 columns learn the linear part of a decision function slowly: it is spread over all D columns, each carrying noise,
 and d explicit columns learn it cheaply. The Taylor map (``features="taylor"``, picked by ``features="auto"`` when
-the training set has at least 20 rows per column) already holds those d columns: its degree-1 block. There the
+the training set has at least 4 rows per column) already holds those d columns: its degree-1 block. There the
 share only moves kernel weight from the higher degrees to the degree-1 block (``taylor_block_shares``), the
 opposite of what the column balance does once the noise is small. Every variant is a public map clipped to the
 same declared norm: the guarantee is the same, only accuracy moves.

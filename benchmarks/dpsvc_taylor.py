@@ -3,9 +3,10 @@
 ``DPSVC(features="taylor")`` maps the inputs (clipped to the reference norm and divided by it) to the monomials of
 degree 1..K of the RBF kernel's Maclaurin series (``privtune/svm/_taylor.py``); ``features="fourier"`` is the
 centred random Fourier map (with its linear share). Both are public, data-independent maps clipped to the same
-declared norm, so the guarantee is the same: only accuracy moves. ``features="auto"`` (the default) takes the
-Taylor map when the training set has at least 20 rows per column of it; this script measures the maps side by
-side so that rule can be judged, and reports which map the rule picks on every task.
+declared norm, so the guarantee is the same: only accuracy moves. ``features="auto"`` (the default) took the
+Taylor map when the training set had at least 20 rows per column of it, the rule this script chose; it measures
+the maps side by side so that rule can be judged, and reports which map the rule picks on every task (the
+current rule, 4 rows per column since ``benchmarks/dpsvc_taylor_threshold.py``, when rerun).
 
 Protocol: the nine binary tasks of ``benchmarks/dp_trainer_defaults.py`` and five more synthetic ones made here
 (``--extra``; none of them was used to choose the rule), standardised, rows scaled to unit L2 norm, 70/30
@@ -141,7 +142,8 @@ def render(meta, rows) -> str:
              "unit L2 norm, 70/30 stratified split, delta 1e-6, every other parameter at its default. fourier: "
              "`features=\"fourier\"` (random Fourier features with the linear share 0.25); taylor: "
              "`features=\"taylor\", linear_share=0`; auto picks: the map `features=\"auto\"` (the default) uses "
-             "on that task (Taylor when there are at least 20 training rows per column of it).", "",
+             "on that task (Taylor from `TAYLOR_ROWS_PER_FEATURE` training rows per column of it: 20 in the stored "
+             "run of 2026-11-27 17:01, 4 since).", "",
              "## Summary (Taylor minus Fourier, points, over the (task, epsilon) cells)", "",
              "Tasks where `features=\"auto\"` picks the Taylor map:", "",
              "| map | gamma | cells | mean | worst | best | cells better by > 1 point | cells worse by > 1 point |",
