@@ -26,7 +26,14 @@ from privtune.linear_model._input import _numeric_rows, _numeric_table, _public_
 from privtune.optim._accelerated_plan import _make_plan as _make_accelerated_plan
 from privtune.optim._line_search_loop import _check_grids as _check_line_search_grids
 from privtune.optim._line_search_loop import _make_plan as _make_line_search_plan
-from privtune.optim._losses import _FLOAT32_SHRINK, MULTICLASS_HINGE, MULTINOMIAL, clip_rows, compact_rows
+from privtune.optim._losses import (
+    _FLOAT32_SHRINK,
+    MULTICLASS_HINGE,
+    MULTINOMIAL,
+    clip_rows,
+    compact_rows,
+    zero_non_finite,
+)
 from privtune.optim._schedules import HORIZONS, SOLVERS
 from privtune.optim.accelerated import dp_accelerated, gaussian_run_multiplier
 from privtune.optim.line_search import MarginObjective, blsgd_privacy_event, dp_blsgd
@@ -334,9 +341,7 @@ class _DPMarginClassifier(_LinearClassifier):
         if n_classes > 2 and self.classes is None:  # the label set was read (public under classes=None's condition)
             planned = self._public_plan(n, d, params, owner, n_classes)
         z = np.where(usable & (index == 1), 1.0, -1.0)
-        finite = np.isfinite(X)
-        if not finite.all():
-            X = np.where(finite, X, 0.0)  # a non-finite entry is mapped to 0, row by row
+        X = zero_non_finite(X)  # a non-finite entry is mapped to 0, row by row
         s = params["intercept_scaling"] if self.fit_intercept else 0.0
         coef_scale, s_used = 1.0, s
         if self.solver == LINE_SEARCH:
@@ -407,10 +412,7 @@ class _DPMarginClassifier(_LinearClassifier):
             the largest).
         """
         check_is_fitted(self, "coef_")
-        X = _numeric_table(self, X, type(self).__name__, reset=False)
-        finite = np.isfinite(X)
-        if not finite.all():
-            X = np.where(finite, X, 0.0)  # as fit maps them: a non-finite entry counts as 0, row by row
+        X = zero_non_finite(_numeric_table(self, X, type(self).__name__, reset=False))  # as fit maps them
         F = self._features(X, fitting=False)
         if self.coef_.shape[0] == 1:
             return F @ self.coef_[0] + self.intercept_[0]

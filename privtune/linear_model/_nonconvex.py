@@ -23,7 +23,7 @@ from privtune.exceptions import InvalidParameterError
 from privtune.linear_model._classifier import _LinearClassifier, _LogisticProbaMixin
 from privtune.linear_model._input import _numeric_rows, _numeric_table, _public_shape
 from privtune.mechanisms.gaussian import calibrate_rdp_gaussian
-from privtune.optim._losses import clip_rows
+from privtune.optim._losses import clip_rows, zero_non_finite
 from privtune.optim._nonconvex import LOSSES, NonconvexLoss
 from privtune.optim.second_order import (
     CALIBRATION_SLACK,
@@ -418,10 +418,7 @@ class DPNonConvexClassifier(_LogisticProbaMixin, _LinearClassifier):
     # -- fit ----------------------------------------------------------------------------------
     def _rows(self, X: np.ndarray, p: dict[str, Any]) -> np.ndarray:
         """Rows clipped to ``data_norm`` (non-finite entries mapped to 0), with the intercept column."""
-        finite = np.isfinite(X)
-        if not finite.all():
-            X = np.where(finite, X, 0.0)
-        U = clip_rows(X, math.inf, p["data_norm"], mode="rows", owner=type(self).__name__)
+        U = clip_rows(zero_non_finite(X), math.inf, p["data_norm"], mode="rows", owner=type(self).__name__)
         if self.fit_intercept:
             U = np.hstack((U, np.full((U.shape[0], 1), p["intercept_scaling"])))
         return U
@@ -515,10 +512,7 @@ class DPNonConvexClassifier(_LogisticProbaMixin, _LinearClassifier):
         """
         check_is_fitted(self, "coef_")
         owner = type(self).__name__
-        X = _numeric_table(self, X, owner, reset=False)
-        finite = np.isfinite(X)
-        if not finite.all():
-            X = np.where(finite, X, 0.0)
+        X = zero_non_finite(_numeric_table(self, X, owner, reset=False))
         R = check_real(self.data_norm, "data_norm", low=0.0, owner=owner)
         return clip_rows(X, math.inf, R, mode="rows", owner=owner) @ self.coef_[0] + self.intercept_[0]
 

@@ -37,7 +37,7 @@ from privtune.neural_network._objective import (
 )
 from privtune.optim._line_search_loop import _check_grids as _check_trainer_grids
 from privtune.optim._line_search_loop import _make_plan as _make_trainer_plan
-from privtune.optim._losses import clip_rows
+from privtune.optim._losses import clip_rows, zero_non_finite
 from privtune.optim.line_search import blsgd_privacy_event, dp_blsgd
 from privtune.utils._random import check_random_state
 from privtune.utils._validation import (
@@ -482,10 +482,7 @@ class DPMLPClassifier(_ScorePredictMixin, _LogisticProbaMixin, ClassifierMixin, 
 
     def _rows(self, X: np.ndarray, data_norm: float) -> np.ndarray:
         """Non-finite entries mapped to 0, then rows scaled down to the declared L2 norm (fit and predict)."""
-        finite = np.isfinite(X)
-        if not finite.all():
-            X = np.where(finite, X, 0.0)
-        return clip_rows(X, np.inf, data_norm, mode="rows", owner=type(self).__name__)
+        return clip_rows(zero_non_finite(X), np.inf, data_norm, mode="rows", owner=type(self).__name__)
 
     def fit(self, X: Any, y: Any) -> DPMLPClassifier:
         """Train the network with DP-BLSGD (neural-network mode) and charge its privacy cost.

@@ -55,7 +55,7 @@ import numpy as np
 from privtune.exceptions import InvalidParameterError
 
 __all__ = ["LOSSES", "MULTICLASS_HINGE", "MULTICLASS_LOSSES", "MULTINOMIAL", "MarginLoss", "SoftmaxLoss", "get_loss",
-           "clip_rows", "compact_rows", "map_into_domain", "valid_labels"]
+           "clip_rows", "compact_rows", "map_into_domain", "valid_labels", "zero_non_finite"]
 
 LOSSES = ("logistic", "smoothed_hinge")
 #: The softmax cross-entropy of K classes (:class:`SoftmaxLoss`; the accelerated solvers only).
@@ -580,6 +580,17 @@ def valid_labels(z: np.ndarray, n_classes: int | None = None) -> np.ndarray:
         return (z >= 0.0) & (z < n_classes) & (z == np.floor(z))
 
 
+def zero_non_finite(U: np.ndarray) -> np.ndarray:
+    """``U`` with every non-finite entry (NaN, +-inf) replaced by 0; ``U`` itself when all are finite.
+
+    The one map of a value defect in a feature entry (DESIGN's rule 7: never
+    refused), applied alike in ``fit`` and in prediction. The caller's array
+    is never modified.
+    """
+    finite = np.isfinite(U)
+    return U if finite.all() else np.where(finite, U, U.dtype.type(0))
+
+
 def map_into_domain(U: np.ndarray, z: np.ndarray, n_classes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Map every row into the trainers' domain instead of refusing it for its values.
 
@@ -592,9 +603,7 @@ def map_into_domain(U: np.ndarray, z: np.ndarray, n_classes: int | None = None) 
     depends on a row (DESIGN's rule 7). The caller's arrays are never modified.
     """
     valid = valid_labels(z, n_classes)
-    finite = np.isfinite(U)
-    if not finite.all():
-        U = np.where(finite, U, U.dtype.type(0))
+    U = zero_non_finite(U)
     if not valid.all():
         U = np.where(valid[:, None], U, U.dtype.type(0))
         z = np.where(valid, z, 1.0 if n_classes is None else 0.0)

@@ -94,7 +94,7 @@ import numpy as np
 from privtune.accounting.accountant import Accountant
 from privtune.exceptions import InvalidParameterError
 from privtune.linear_model._logistic import _COMMON_ATTRS_DOC, _COMMON_PARAMS_DOC, _PRIVACY_DOC, _DPMarginClassifier
-from privtune.optim._losses import clip_rows
+from privtune.optim._losses import clip_rows, zero_non_finite
 from privtune.optim.accelerated import gaussian_run_multiplier
 from privtune.svm._taylor import (
     MAX_TAYLOR_DEGREE,
@@ -484,9 +484,8 @@ class DPSVC(_DPMarginClassifier):
     def _clipped_inputs(self, X: np.ndarray) -> np.ndarray:
         """The inputs clipped to the L2 norm r and divided by it (norm <= 1), non-finite entries as 0."""
         r = 1.0 if self.reference_norm is None else float(self.reference_norm)
-        finite = np.isfinite(X)
-        Xf = X if finite.all() else np.where(finite, X, 0.0)
-        return clip_rows(Xf, math.inf, r, mode="rows", owner=type(self).__name__) / r  # clipped first: no overflow
+        # clipped first, then divided: no overflow
+        return clip_rows(zero_non_finite(X), math.inf, r, mode="rows", owner=type(self).__name__) / r
 
     def _column_balance_for(self, n_samples: int, columns: int) -> float:
         """The Taylor map's column balance for a fit on ``n_samples`` rows (public quantities only)."""
