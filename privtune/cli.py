@@ -17,7 +17,8 @@ Commands
 
 Exit status: 0 on success; 2 for an invalid command line, configuration, study
 or budget (nothing is spent); 130 when interrupted (a stored study can be
-resumed with ``--resume``).
+resumed with ``--resume``, unless its training rows are sensitive and it holds a
+charge).
 """
 
 from __future__ import annotations
@@ -211,6 +212,7 @@ def _ledger_length(path: Path, name: str) -> int:
 def _tune(args: argparse.Namespace) -> int:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from privtune.config import load_config, load_data
+    from privtune.storage._sqlite import TRAINING_LEDGER_SUFFIX
 
     t0 = time.perf_counter()
     cfg = load_config(args.config)  # strict validation of the whole file; nothing written
@@ -236,6 +238,14 @@ def _tune(args: argparse.Namespace) -> int:
         if args.resume and state is None:
             raise CLIError(f"storage.study_name: --resume: there is no study {st.study_name!r} in "
                            f"{str(st.path)!r} to resume; run without --resume to start it")
+        spent_training_study = cfg.data.sensitive != "validation" and state is not None and (
+            _ledger_length(st.path, st.study_name)
+            + _ledger_length(st.path, st.study_name + TRAINING_LEDGER_SUFFIX)) > 0
+        if not args.resume and spent_training_study:
+            raise CLIError(f"storage.study_name: study {st.study_name!r} already exists in {str(st.path)!r} "
+                           f"(status: {state}); its training rows are sensitive, so once it holds a charge it is "
+                           "not resumed (its DP fits would draw new noise on them): set storage.study_name to a new "
+                           "name, and count what both studies spent")
         if not args.resume and state is not None:
             raise CLIError(f"storage.study_name: study {st.study_name!r} already exists in {str(st.path)!r} "
                            f"(status: {state}); continue it with --resume, or set storage.study_name to a new name")
@@ -246,6 +256,11 @@ def _tune(args: argparse.Namespace) -> int:
     try:
         search.fit(X, y, X_val=X_val, y_val=y_val)
     except KeyboardInterrupt:
+        if st.enabled and cfg.data.sensitive != "validation":
+            print(f"\nprivtune: interrupted; the study {st.study_name!r} in {str(st.path)!r} keeps what it spent; "
+                  "its training rows are sensitive, so it is not resumed once it holds a charge: start a new "
+                  "storage.study_name", file=sys.stderr)
+            return EXIT_INTERRUPTED
         if st.enabled:
             print(f"\nprivtune: interrupted; the study {st.study_name!r} is saved in {str(st.path)!r}: continue "
                   f"it with  privtune tune {args.config} --resume", file=sys.stderr)

@@ -293,21 +293,15 @@ def _search_section(raw: Mapping[str, Any], problems: list[tuple[str, str]]) -> 
                         error_score=error_score)
 
 
-def _storage_section(raw: Mapping[str, Any], base: Path, stem: str, sensitive: Any,
-                     problems: list[tuple[str, str]]) -> Any:
+def _storage_section(raw: Mapping[str, Any], base: Path, stem: str, problems: list[tuple[str, str]]) -> Any:
     t = _Table(raw, "storage", problems)
-    default_enabled = sensitive in (None, "validation", _MISSING)
-    enabled = t.bool("enabled", default_enabled)
+    enabled = t.bool("enabled", True)
     path = t.path("path", base)
     name = t.str("study_name", stem)
     t.finish()
     if isinstance(name, str) and not re.fullmatch(r"[\w.\-]+", name):
         t.error("study_name", f"expected letters, digits, '_', '-' or '.', got {_show(name)}")
         name = _MISSING
-    if enabled is True and sensitive in ("training", "both"):
-        t.error("enabled", f"resumable storage supports data.sensitive = \"validation\" only (got "
-                           f"{json.dumps(sensitive)}): set storage.enabled = false to run without a study file")
-        enabled = _MISSING
     if not _ok(enabled, path, name):
         return _MISSING
     return StorageConfig(enabled=bool(enabled), path=(path or base / f"{stem}.sqlite") if enabled else None,
@@ -359,9 +353,7 @@ def load_config(path: str | os.PathLike[str]) -> TuneConfig:
              if isinstance(sections["search_space"], Mapping) else _MISSING)
     data = _data_section(sections["data"], base, problems) if isinstance(sections["data"], Mapping) else _MISSING
     search = _search_section(sections["search"], problems) if isinstance(sections["search"], Mapping) else _MISSING
-    sensitive = data.sensitive if isinstance(data, DataConfig) else (
-        sections["data"].get("sensitive") if isinstance(sections["data"], Mapping) else None)
-    storage = (_storage_section(sections["storage"] or {}, base, stem, sensitive, problems)
+    storage = (_storage_section(sections["storage"] or {}, base, stem, problems)
                if sections["storage"] is not _MISSING else _MISSING)
     report = (_report_section(sections["report"], base, stem, problems)
               if sections["report"] is not _MISSING else _MISSING)

@@ -118,11 +118,6 @@ class _SearchConfigMixin:
                 raise InvalidParameterError(
                     f"Pass either 'accountant' or 'storage' to {owner}, not both: with storage, the study's ledger is "
                     "the accountant's.")
-            if self.sensitive != "validation":
-                raise InvalidParameterError(
-                    f"Resumable storage supports sensitive='validation' only: the DP estimators charge their training "
-                    f"accountant directly, so a resumed training-sensitive search could re-spend. Got "
-                    f"sensitive={self.sensitive!r}; run it without storage.")
         if self.study_name is not None and (not isinstance(self.study_name, str) or not self.study_name):
             raise InvalidParameterError(f"The 'study_name' parameter of {owner} must be a non-empty str or None.")
         if self.n_jobs is not None:

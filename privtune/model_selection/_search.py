@@ -38,7 +38,13 @@ from privtune.model_selection._progress import _Progress
 from privtune.model_selection._results import _SearchResultsMixin
 from privtune.model_selection._scoring import BoundedScorer
 from privtune.model_selection._seeding import CANDIDATE, REFIT, FitSeeder
-from privtune.model_selection._training import FitTickets, _RunKeeper, _TrainingRoleMixin, check_candidate_plans
+from privtune.model_selection._training import (
+    FitTickets,
+    _RunKeeper,
+    _TrainingRoleMixin,
+    check_candidate_plans,
+    refuse_spent_training_study,
+)
 from privtune.model_selection._utility import utility_warnings
 from privtune.space import candidate_set
 from privtune.utils._random import check_random_state
@@ -183,7 +189,14 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         access), the released values and the report. Fitting again with the same
         ``storage`` and ``study_name`` **resumes** the study after a crash: past
         charges count, are never repeated, and released observations are reused;
-        a completed study is loaded without spending anything.
+        a completed study is loaded without spending anything. With sensitive
+        training rows (``sensitive="training"`` or ``"both"``) the study also
+        holds the training role's ledger (the fits' plan, committed before the
+        first fit reads a row), and it is **not** resumed: its DP fits would run
+        again and draw new noise on the training rows, a release no ledger paid
+        for. A stored study of that kind that already holds a charge is refused
+        before anything is read or spent; its file keeps what it spent (name a
+        new study to search again, and count both).
     study_name : str or None, default=None
         The study's name in ``storage`` (default ``"default"``).
     error_score : "lower" or "raise", default="lower"
@@ -457,6 +470,12 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             n_features = X_tr.shape[1] if X_tr.ndim > 1 else 1
             study = StudyStorage(self.storage).open(self.study_name or "default",
                                                     self._public_config(cfg, m, (n_train, n_features)))
+            if self.sensitive != "validation":
+                try:
+                    refuse_spent_training_study(study)
+                except BaseException:
+                    study.close()
+                    raise
         try:
             # Non-noise randomness (the split, the candidate set) is data-independent. A study stores its seeds so
             # that a resumed run rebuilds exactly the same split and candidates, even with secure noise.
@@ -511,7 +530,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         evaluate_here = self.n_jobs in (None, 1) or in_process
         count_runs = evaluate_here and method.name not in _RAW_TRAJECTORY  # (see objective; no closure over
         # the method itself, which holds the study's connection and must not travel to workers)
-        train_acc, train_plan, tickets = self._training_role(cfg, method, candidates, budget, n_folds)
+        durable = study.training_ledger() if study is not None and self.sensitive != "validation" else None
+        train_acc, train_plan, tickets = self._training_role(cfg, method, candidates, budget, n_folds, ledger=durable)
         if train_acc is not None:  # every candidate's solver plan, from public sizes, before anything is charged
             sizes = {len(part) for part, _ in folds} if folds else set()
             check_candidate_plans(self.estimator, candidates, sizes | {X_tr.shape[0]},

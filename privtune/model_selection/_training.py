@@ -43,12 +43,35 @@ from privtune.accounting import (
     SelfComposedEvent,
     compose_events,
 )
+from privtune.accounting.ledger import Ledger
 from privtune.base import PrivacyTags, get_privacy_tags
 from privtune.exceptions import BudgetExceededError, InvalidParameterError, PrivtuneError
 from privtune.utils._validation import check_real
 
 __all__ = ["PrepaidFitAccountant", "FitTickets", "check_candidate_costs", "check_training_estimator", "per_fit_event",
-           "training_plan"]
+           "refuse_spent_training_study", "training_plan"]
+
+
+def refuse_spent_training_study(study: Any) -> None:
+    """Refuse a stored study with sensitive training rows once it holds a charge (before anything is read or spent).
+
+    Such a study is never resumed or reloaded: its DP fits would run again and draw new noise on the training rows,
+    a release its ledger never paid for. One that holds no charge yet (a run refused before its first charge) is
+    started again. Reads the two ledgers' lengths and the status: public quantities.
+
+    Raises
+    ------
+    InvalidParameterError
+        If either role's ledger holds a charge or the study is complete.
+    """
+    n = len(study.ledger.entries()) + len(study.training_ledger().entries())
+    if n or study.status == "complete":
+        raise InvalidParameterError(
+            f"Study {study.name!r} in {study.path_for_messages!r} already holds {n} charge(s) of a search whose "
+            f"training rows are sensitive (status: {study.status}). Such a study is not resumed or reloaded: its DP "
+            "fits would run again and draw new noise on the training rows, a release its ledger never paid for. "
+            "Nothing was read or spent now, and the file keeps what the study spent. To search again, name a new "
+            "study and count both spendings.")
 
 
 class PrepaidFitAccountant(Accountant):
@@ -443,8 +466,12 @@ class _TrainingRoleMixin:
         return float(lo)
 
     def _training_role(self, cfg: dict[str, Any], method: Any, candidates: Any, budget: Budget,
-                       n_folds: int = 1) -> tuple[Accountant | None, list[Any], FitTickets | None]:
+                       n_folds: int = 1, ledger: Ledger | None = None
+                       ) -> tuple[Accountant | None, list[Any], FitTickets | None]:
         """The training accountant, its whole plan (checked now, before any row is read) and the fits' tickets.
+
+        ``ledger``: where the training accountant records its charges (a stored study's training ledger, empty:
+        :func:`refuse_spent_training_study`); ``None``: in memory.
 
         Raises
         ------
@@ -470,7 +497,7 @@ class _TrainingRoleMixin:
             stopping_event = method.plan(candidates)[0][0]
         refit_fit = self.refit and not self._reuses_selected_fit(cfg, method, n_folds)
         plan = training_plan(one_fit, n_fits=n_fits or 0, refit=refit_fit, stopping_event=stopping_event)
-        acc = Accountant(budget)
+        acc = Accountant(budget, ledger=ledger)
         if plan:
             try:
                 acc.check(ComposedEvent(events=tuple(ev for ev, _ in plan)))

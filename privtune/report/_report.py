@@ -29,6 +29,19 @@ GUARANTEE_STATEMENTS = {
     "unconditional": "The guarantee holds for every validation set, with no modelling assumption.",
 }
 
+#: The rows an unconditional guarantee covers, by ``sensitive``.
+_COVERED_ROWS = {"validation": "every validation set", "training": "every training set",
+                 "both": "every training set and every validation set"}
+
+
+def _guarantee_statement(label: str, sensitive: Any) -> str:
+    """:data:`GUARANTEE_STATEMENTS`' text, naming the rows it covers when training rows are sensitive too."""
+    text = GUARANTEE_STATEMENTS.get(label, "")
+    if label == "unconditional" and sensitive in _COVERED_ROWS:
+        text = text.replace("every validation set", _COVERED_ROWS[sensitive])
+    return text
+
+
 _TOP_LEVEL = ("schema_version", "environment", "estimator", "method", "configuration", "search_space",
               "candidates", "guarantee", "budget", "ledger", "release", "history", "seed_policy", "timings")
 
@@ -232,7 +245,7 @@ class TuningReport:
                                    + ("; then the best of a random subset of it, ranked by cross-validation on the "
                                       "public training rows (independent of the sensitive validation rows)"
                                       if rel.method == "prescreen" else ""))},
-            guarantee={"label": rel.guarantee, "statement": GUARANTEE_STATEMENTS.get(rel.guarantee, "")},
+            guarantee={"label": rel.guarantee, "statement": _guarantee_statement(rel.guarantee, conf["sensitive"])},
             budget={"total": {"epsilon": conf["epsilon"], "delta": conf["delta"]},
                     "spent": rep["privacy_spent"], "by_phase": rep["spent_by_phase"]},
             ledger=rep["ledger"],

@@ -20,6 +20,10 @@ its ledger is replayed into the accountant (past charges count against the
 budget), charges the search had already made are recognised and not made again,
 and released observations are reused. A completed study returns its release
 without evaluating or spending anything. A different configuration is refused.
+A study whose training rows are sensitive also holds the training role's ledger
+(:meth:`Study.training_ledger`) and is never resumed: ``PrivateSearchCV``
+refuses such a study once it holds a charge, since its DP fits would run again
+with new noise on the training rows.
 
 Concurrency. One writer per study: a second process (or a second handle in the
 same process) opening a study for writing gets :class:`StudyLockedError`. A lock
@@ -72,7 +76,12 @@ from privtune.accounting.ledger import SQLiteLedger, durable_connection
 from privtune.bo.journal import Journal
 from privtune.exceptions import InvalidParameterError, LedgerError, PrivtuneError
 
-__all__ = ["StudyStorage", "Study", "StudyJournal", "StudyLockedError"]
+__all__ = ["StudyStorage", "Study", "StudyJournal", "StudyLockedError", "TRAINING_LEDGER_SUFFIX"]
+
+#: A study whose training rows are sensitive keeps the training role's charges in a ledger of its own (the roles'
+#: budgets compose in parallel, so one ledger would over-count), in the same file, under the study's name with
+#: this suffix.
+TRAINING_LEDGER_SUFFIX = "::training"
 
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS privtune_studies (
@@ -227,12 +236,22 @@ class Study:
         self._token = token
         self._conn = storage._conn
         self.closed = False
+        self._training_ledger: SQLiteLedger | None = None
         try:
             self.ledger = SQLiteLedger(storage.path, study=name)  # checks the ledger against its head
             self._check_consistency()
         except Exception:
             self._release_lock()
             raise
+
+    def training_ledger(self) -> SQLiteLedger:
+        """The training role's ledger (same file, the study's name + :data:`TRAINING_LEDGER_SUFFIX`), opened once.
+
+        Opening checks it against its head, as the study's own ledger.
+        """
+        if self._training_ledger is None:
+            self._training_ledger = SQLiteLedger(self.storage.path, study=self.name + TRAINING_LEDGER_SUFFIX)
+        return self._training_ledger
 
     def _check_consistency(self) -> None:
         """Refuse a study whose ledger or journal lost what was committed (see the module docstring)."""
@@ -339,6 +358,8 @@ class Study:
             return
         self._release_lock()
         self.ledger.close()
+        if self._training_ledger is not None:
+            self._training_ledger.close()
         self.closed = True
 
     def __enter__(self) -> Study:

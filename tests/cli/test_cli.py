@@ -162,19 +162,43 @@ def test_over_budget_plan_is_refused_before_any_storage(small_config, capsys, mo
     assert not (small_config.parent / "study.sqlite").exists()
 
 
-def test_training_sensitive_storage_is_refused(tmp_path, capsys):
+def test_a_training_sensitive_study_is_stored_and_never_run_twice(tmp_path, capsys):
+    """Rule 1 for the command line: with sensitive training rows the study file records both roles' charges (it used
+    to be silently left out, so running the file again spent the budget again), and the same study is refused on a
+    second run and on --resume, spending nothing."""
+    from privtune.accounting import SQLiteLedger
+    from privtune.storage._sqlite import TRAINING_LEDGER_SUFFIX
+
     text = BASE_CONFIG.format(method="random").replace(
         'class = "sklearn.svm.SVC"\nparams = { random_state = 0 }  # SVC would otherwise draw from numpy\'s global '
         'RNG\npipeline_scaler = "standard"',
-        'class = "privtune.linear_model.DPLogisticRegression"').replace(
-        "[search_space]\nC =", "[search_space]\nC =").replace(
+        'class = "privtune.linear_model.DPLogisticRegression"\nparams = { epsilon = 0.1, classes = [0, 1] }').replace(
         'gamma = { type = "real", low = 1e-4, high = 1.0, log = true }\n', "").replace(
-        "[data]", '[data]\nsensitive = "both"').replace('path = "study.sqlite"',
-                                                        'path = "study.sqlite"\nenabled = true')
+        "[data]", '[data]\nsensitive = "both"')
     path = write_config(tmp_path, text)
+    assert main(["tune", str(path), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "study: 'small' in" in out and "charges made by this run: 3" in out
+    store = str(tmp_path / "study.sqlite")
+
+    def lengths():
+        return tuple(len(SQLiteLedger(store, study=s).entries()) for s in ("small", "small" + TRAINING_LEDGER_SUFFIX))
+
+    spent = lengths()
+    assert spent[0] >= 1 and spent[1] >= 1
     assert main(["tune", str(path), "--quiet"]) == 2
-    assert "storage.enabled" in capsys.readouterr().err
-    assert not (tmp_path / "study.sqlite").exists()
+    err = capsys.readouterr().err
+    assert "storage.study_name" in err and "not resumed" in err and "--resume" not in err
+    assert main(["tune", str(path), "--quiet", "--resume"]) == 2
+    assert "not resumed or reloaded" in capsys.readouterr().err
+    assert lengths() == spent
+    assert main(["report", store]) == 0
+    assert "training:fits" in capsys.readouterr().out
+    # storage.enabled = false still runs without a study file (each run then spends again: the user's choice)
+    off = write_config(tmp_path, text.replace('path = "study.sqlite"', 'path = "other.sqlite"\nenabled = false'),
+                       name="off.toml")
+    assert main(["tune", str(off), "--quiet"]) == 0
+    assert not (tmp_path / "other.sqlite").exists()
 
 
 def test_csv_config_from_examples(tmp_path, capsys):
@@ -478,6 +502,31 @@ def test_interrupt_prints_one_message_and_exits_130(small_config, capsys, monkey
     assert err.count("interrupted") == 1 and "--resume" in err and "Traceback" not in err
     assert main(["demo", "--quiet", "--out", str(small_config.parent / "demo")]) == 130
     assert capsys.readouterr().err.count("interrupted") == 1
+
+
+def test_a_training_sensitive_study_interrupted_before_its_first_charge_can_be_resumed(tmp_path, capsys,
+                                                                                          monkeypatch):
+    """Interrupted after its study row exists but before any charge, the study may be resumed (nothing was read
+    or spent); once it holds a charge it is refused, and the messages say which case applies."""
+    from privtune.model_selection import PrivateSearchCV
+
+    config = _training_config(tmp_path, 0.1)
+    real = PrivateSearchCV._fit_search
+
+    def interrupted(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(PrivateSearchCV, "_fit_search", interrupted)
+    assert main(["tune", str(config), "--quiet"]) == 130
+    err = capsys.readouterr().err
+    assert err.count("interrupted") == 1 and "not resumed once it holds a charge" in err
+    monkeypatch.setattr(PrivateSearchCV, "_fit_search", real)
+    assert main(["tune", str(config), "--quiet"]) == 2
+    assert "continue it with --resume" in capsys.readouterr().err  # it holds no charge
+    assert main(["tune", str(config), "--quiet", "--resume"]) == 0
+    assert "charges made by this run: 3" in capsys.readouterr().out
+    assert main(["tune", str(config), "--quiet", "--resume"]) == 2
+    assert "not resumed or reloaded" in capsys.readouterr().err
 
 
 def test_a_closed_pipe_ends_quietly(small_config, monkeypatch, capfd):

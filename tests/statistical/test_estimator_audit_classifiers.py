@@ -430,8 +430,9 @@ def test_rbf_svc_pair_exercises_features_clipping_and_labels(monkeypatch):
 def test_rbf_svc_passes_audit():
     """DPSVC on its random Fourier map (``features="fourier"``: on this pair, 50 rows of one feature, the default
     ``"auto"`` takes the 8-column Taylor map, audited below) and otherwise at its defaults (``C = 1``,
-    ``gamma = 1``, ``n_components="auto"``, so ``D = 100`` public random Fourier features from ``feature_seed = 0``, ``linear_share = 0.25``: rows ``[0.5 xbar, sqrt(0.75) psi(x)]``
-    with ``xbar`` the input clipped to norm 1, clipped to L2 norm 1, plus the linear SVM's defaults above),
+    ``gamma = 1``, ``n_components="auto"``, so ``D = 100`` public random Fourier features from
+    ``feature_seed = 0``, ``linear_share = 0.25``: rows ``[0.5 xbar, sqrt(0.75) psi(x)]`` with ``xbar`` the
+    input clipped to norm 1, clipped to L2 norm 1, plus the linear SVM's defaults above),
     declared ``classes = [0, 1]``, ``n = 50`` rows in ``d = 1``.
 
     Setting. ``T = 1`` step with ``a = 0.787``. The claim read off the fit is ``(0.999, 1e-6)``.
