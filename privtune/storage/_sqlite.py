@@ -78,9 +78,9 @@ from privtune.exceptions import InvalidParameterError, LedgerError, PrivtuneErro
 
 __all__ = ["StudyStorage", "Study", "StudyJournal", "StudyLockedError", "TRAINING_LEDGER_SUFFIX"]
 
-#: A study whose training rows are sensitive keeps the training role's charges in a ledger of its own (the roles'
-#: budgets compose in parallel, so one ledger would over-count), in the same file, under the study's name with
-#: this suffix.
+#: A study whose training rows are sensitive keeps the training role's charges in a ledger of its own (each role's
+#: accountant checks its own budget -- composed in parallel for disjoint roles, split with ``cv`` -- and an
+#: accountant composes every entry of its ledger), in the same file, under the study's name with this suffix.
 TRAINING_LEDGER_SUFFIX = "::training"
 
 _SCHEMA = [
