@@ -120,6 +120,10 @@ class _SearchConfigMixin:
                     "the accountant's.")
         if self.study_name is not None and (not isinstance(self.study_name, str) or not self.study_name):
             raise InvalidParameterError(f"The 'study_name' parameter of {owner} must be a non-empty str or None.")
+        if isinstance(self.study_name, str) and "::" in self.study_name:
+            raise InvalidParameterError(
+                f"The 'study_name' parameter of {owner} may not contain '::' (a study's training ledger is named "
+                f"'<study>::training'). Got {self.study_name!r}.")
         if self.n_jobs is not None:
             check_integer(self.n_jobs, "n_jobs", owner=owner)
         if self.callbacks is not None and not all(callable(c) for c in self.callbacks):

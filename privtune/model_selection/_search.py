@@ -198,7 +198,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         before anything is read or spent; its file keeps what it spent (name a
         new study to search again, and count both).
     study_name : str or None, default=None
-        The study's name in ``storage`` (default ``"default"``).
+        The study's name in ``storage`` (default ``"default"``); it may not
+        contain ``"::"`` (the training role's ledger is ``"<study>::training"``).
     error_score : "lower" or "raise", default="lower"
         What a candidate whose *fit* fails scores: the lower score bound, or stop
         with :class:`CandidateFitError` naming the candidate and the exception's

@@ -115,3 +115,10 @@ def test_cross_validated_study_keeps_each_role_in_its_own_ledger(store):
     with pytest.raises(InvalidParameterError, match="not resumed or reloaded"):
         PrivateSearchCV(LedgerCheckingDPLR(epsilon=0.05, classes=[0, 1]), SPACE, sensitive="both", cv=3,
                         epsilon=1.0, n_iter=3, n_candidates=8, storage=store, study_name="s").fit(X, y)
+
+
+def test_a_study_name_cannot_take_the_training_ledgers_suffix(store):
+    X, y = _data()
+    with pytest.raises(InvalidParameterError, match="may not contain '::'"):
+        _search(store, name="s" + TRAINING_LEDGER_SUFFIX).fit(X, y)
+    assert _lengths(store) == (0, 0) and not LedgerCheckingDPLR.fits
