@@ -22,7 +22,7 @@ from privtune.exceptions import InvalidParameterError
 from privtune.model_selection._inputs import _as_labels, _as_space, _as_table, _max_distinct_candidates, _same_length
 from privtune.model_selection._scoring import BoundedScorer, make_bounded_scorer
 from privtune.model_selection._seeding import explicit_random_states
-from privtune.model_selection._training import check_training_estimator, per_fit_event
+from privtune.model_selection._training import check_training_estimator, estimator_accountant, per_fit_event
 from privtune.model_selection._utility import utility_warnings
 from privtune.space import Categorical, Integer, candidate_set
 from privtune.utils._random import check_random_state
@@ -143,6 +143,8 @@ class _SearchConfigMixin:
         cfg["stopping"] = (cfg["method"] == "random"
                            and dict(self.method_params or {}).get("selection") == "random-stopping")
         if training_sensitive:
+            # The estimator's own accountant is charged the whole training plan too (the fits charge tickets)
+            cfg["own_accountant"] = estimator_accountant(self.estimator, cfg["space"].names, owner=owner)
             one_fit, one_budget = per_fit_event(self.estimator)
             cfg["one_fit"], cfg["one_fit_budget"] = one_fit, one_budget
             seeded_fits = explicit_random_states(self.estimator, cfg["space"].names)

@@ -42,6 +42,7 @@ from privtune.model_selection._training import (
     FitTickets,
     _RunKeeper,
     _TrainingRoleMixin,
+    charge_training_plan,
     check_candidate_plans,
     refuse_spent_training_study,
 )
@@ -99,6 +100,14 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         A scikit-learn estimator. When training data is sensitive
         (``sensitive="training"`` or ``"both"``) it must be a privtune DP
         estimator (one that spends its own budget through an ``accountant``).
+        Its fits are then paid for up front and each charges a throw-away
+        per-fit accountant; an ``accountant`` you gave the estimator is charged
+        the search's whole training plan as well (one entry, before the first
+        fit and before the search's own training accountant), so it works as
+        a cap shared across searches on the same rows: a plan it cannot pay
+        for raises :class:`~privtune.exceptions.BudgetExceededError` before
+        anything is read or spent. ``best_estimator_`` carries it again. A
+        search space may not set ``accountant`` then.
     search_space : SearchSpace or dict of {str: Real, Integer or Categorical}
         The hyperparameters to tune and their ranges (public).
     method : {"auto", "random", "prescreen", "noisy-ucb", "gp-ucb", "gp-ucb-exact", "lipschitz"}, default="auto"
@@ -299,9 +308,10 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
     ``sensitive="validation"`` the training data is treated as public and the
     guarantee is the release method's (conditional for ``gp-ucb`` and
     ``gp-ucb-exact``). With training data sensitive, every fit is a privtune DP
-    estimator charging a training accountant with the same budget; the training
-    and validation rows are disjoint, so the overall guarantee is the maximum of
-    the two (parallel composition). All charges are made before the data access
+    estimator charging a training accountant with the same budget (the
+    estimator's own ``accountant``, if any, is charged the same plan); the
+    training and validation rows are disjoint, so the overall guarantee is the
+    maximum of the two (parallel composition). All charges are made before the data access
     they pay for; a configuration whose budget cannot cover its plan is refused
     before any data is read.
 
@@ -662,10 +672,10 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                 return False
             return deliver(record)
 
+        own = cfg.get("own_accountant")  # the estimator's own accountant: charged the same plan, first
         if train_acc is not None:  # the whole training plan, charged before the first fit reads a row
-            reservation = train_acc.reserve([ev for ev, _ in train_plan])
-            for ev, phase in train_plan:
-                train_acc.spend(ev, phase=phase, role="training", reservation=reservation)
+            charge_training_plan(train_acc, train_plan, own,
+                                 validation_plan=method.plan(candidates) if own is accountant else None)
         t_search = time.perf_counter()
         with warnings.catch_warnings() if quiet else contextlib.nullcontext():
             if quiet:
@@ -702,7 +712,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                     f"The released choice {self.best_params_!r} is a candidate whose fit on the training data failed; "
                     "the release itself stands (best_params_, best_score_). Fit it yourself to see the error, or "
                     "pass refit=False.")
-            self.best_estimator_ = best
+            self.best_estimator_ = best.set_params(accountant=own)  # the user's again, not the spent ticket
         elif self.refit and self.best_params_ is not None:
             best = clone(estimator).set_params(**self.best_params_)
             derived = seeder.seed(best, REFIT, self.best_params_)
@@ -730,6 +740,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             if train_acc is None:  # public training data: the refit's time is a function of public inputs
                 self.refit_time_ = time.perf_counter() - t0
             seeder.unseed(best, derived)
+            if tickets is not None:  # the user's own accountant again (or None), not the spent ticket
+                best.set_params(accountant=own)
             self.best_estimator_ = best
         self.ledger_ = tuple(accountant.entries) + (tuple(train_acc.entries) if train_acc is not None else ())
         self.privacy_spent_ = self._privacy_spent(accountant, train_acc)

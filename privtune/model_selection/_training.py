@@ -20,6 +20,13 @@ randomly stopped search (Papernot & Steinke's bound needs K secret). So:
 
 The ledger, ``privacy_spent_["training"]``, the report and the logs are then
 the same for every pair of neighbouring data sets.
+
+The estimator's own ``accountant`` (``DPLogisticRegression(accountant=cap)``),
+which the tickets replace in every fit, is charged the same whole plan, in one
+entry, before the search's training accountant and before the first fit
+(:func:`charge_training_plan`): it works as a cap shared across searches on the
+same rows, and a plan it cannot pay for is refused before anything is read or
+spent anywhere (:func:`estimator_accountant` refuses what cannot be charged).
 """
 
 from __future__ import annotations
@@ -45,11 +52,12 @@ from privtune.accounting import (
 )
 from privtune.accounting.ledger import Ledger
 from privtune.base import PrivacyTags, get_privacy_tags
-from privtune.exceptions import BudgetExceededError, InvalidParameterError, PrivtuneError
+from privtune.exceptions import BudgetExceededError, InvalidParameterError, LedgerError, PrivtuneError
 from privtune.utils._validation import check_real
 
-__all__ = ["PrepaidFitAccountant", "FitTickets", "check_candidate_costs", "check_training_estimator", "per_fit_event",
-           "refuse_spent_training_study", "training_plan"]
+__all__ = ["PrepaidFitAccountant", "FitTickets", "charge_training_plan", "check_candidate_costs",
+           "check_training_estimator", "estimator_accountant", "per_fit_event", "refuse_spent_training_study",
+           "training_plan"]
 
 
 def refuse_spent_training_study(study: Any) -> None:
@@ -173,6 +181,136 @@ def check_training_estimator(estimator: Any, *, owner: str = "PrivateSearchCV") 
             f"{owner}: {name} declares no per-fit privacy event (_fit_privacy_event), so the search cannot charge "
             "its training fits up front.")
     return tags
+
+
+def _sets_accountant(name: str) -> bool:
+    return name == "accountant" or name.endswith("__accountant")
+
+
+def estimator_accountant(estimator: Any, space_names: Any, *, owner: str = "PrivateSearchCV") -> Accountant | None:
+    """The accountant the user gave a training-sensitive search's estimator, which the search charges too (public).
+
+    With sensitive training rows every fit charges a throw-away prepaid
+    accountant in place of the estimator's ``accountant`` (see the module), so
+    the search charges that accountant the whole training plan itself, up
+    front (:func:`charge_training_plan`). It is the object on the user's
+    estimator: :func:`sklearn.base.clone` hands every clone that same
+    :class:`~privtune.accounting.Accountant` (its ``__deepcopy__`` returns
+    itself), so the clones cannot be charged in its place.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The search's estimator (``PrivateSearchCV.estimator``), already checked
+        by :func:`check_training_estimator` (a ``Pipeline`` is refused there:
+        it declares no guarantee of its own).
+    space_names : iterable of str
+        The hyperparameters of the search space.
+
+    Returns
+    -------
+    Accountant or None
+        ``None`` when the estimator holds no accountant.
+
+    Raises
+    ------
+    InvalidParameterError
+        If the search space sets an ``accountant`` (each candidate would name
+        its own, and none of them is what its fit charges), or the estimator's
+        ``accountant`` is not a privtune :class:`~privtune.accounting.Accountant`
+        (the search could not charge it the plan).
+    """
+    setters = sorted(n for n in space_names if _sets_accountant(str(n)))
+    if setters:
+        raise InvalidParameterError(
+            f"{owner}: the search space sets {', '.join(setters)}. With sensitive training rows every fit is paid "
+            "for up front, charged to the search's training accountant and to the estimator's own accountant, so a "
+            "candidate's accountant would never be the one its fit charges. Give the estimator one accountant "
+            "(estimator.set_params(accountant=...)) and remove it from the search space. Nothing was read or spent.")
+    own = estimator.get_params(deep=False).get("accountant")
+    if own is None:
+        return None
+    if not isinstance(own, Accountant):
+        raise InvalidParameterError(
+            f"{owner}: {type(estimator).__name__}'s 'accountant' is a {type(own).__name__}, not a privtune "
+            "Accountant, so the search cannot charge it the training plan (every fit of a search on sensitive "
+            "training rows is paid for up front). Pass a privtune.accounting.Accountant, or accountant=None.")
+    return own
+
+
+def charge_training_plan(acc: Accountant, plan: list[tuple[PrivacyEvent, str]], own: Accountant | None = None,
+                         *, validation_plan: list[tuple[PrivacyEvent, str]] | None = None) -> None:
+    """Charge the training plan to the estimator's own accountant, then to the search's; before the first fit.
+
+    Both were checked by :meth:`_TrainingRoleMixin._training_role`; each charge
+    checks again (another search sharing ``own`` may have charged it since).
+
+    * ``own`` first, in **one** ledger entry (the plan composed): either all of
+      it is recorded or nothing, and if it cannot pay, nothing is recorded
+      anywhere. It is the accountant other searches may share, so the likelier
+      to refuse.
+    * Then ``acc``, event by event, as before. If that fails (its ledger cannot
+      record, e.g. a stored study's file), no row has been read and ``own``
+      keeps a charge for fits that never ran: it records more than was spent,
+      never less. The error says so.
+
+    Parameters
+    ----------
+    acc : Accountant
+        The search's training accountant (``training_accountant_``).
+    plan : list of (PrivacyEvent, phase)
+        :func:`training_plan`'s charges.
+    own : Accountant or None
+        The estimator's own accountant (:func:`estimator_accountant`).
+    validation_plan : list of (PrivacyEvent, phase) or None
+        The validation role's plan when ``own`` is also the search's
+        validation accountant: the two plans are then checked together on it
+        (sequential composition, a valid and conservative bound), so that one
+        it cannot pay for is refused before either is charged.
+
+    Raises
+    ------
+    BudgetExceededError
+        If ``own`` cannot pay (nothing spent anywhere), or ``acc`` cannot (then
+        ``own`` keeps its charge; nothing was read).
+    LedgerError
+        If a ledger cannot record a charge (likewise).
+    """
+    if not plan:
+        return
+    events = tuple(ev for ev, _ in plan)
+    if own is not None:
+        if validation_plan:
+            both = events + tuple(ev for ev, _ in validation_plan)
+            try:
+                own.check(ComposedEvent(events=both, relation=own.relation))
+            except BudgetExceededError as exc:
+                raise BudgetExceededError(
+                    "The estimator's own accountant is also the search's accountant: it cannot pay for both the "
+                    f"training plan and the validation releases. {exc} Give the estimator and the search separate "
+                    "accountants (the roles' rows are disjoint, so their guarantees are not added), or raise its "
+                    "budget.", requested=exc.requested, spent=exc.spent, ceiling=exc.ceiling) from None
+        label = f"the training plan of a PrivateSearchCV ({', '.join(phase for _, phase in plan)})"
+        try:
+            own.spend(ComposedEvent(events=events, relation=own.relation, label=label),
+                      phase="PrivateSearchCV training plan", role="training")
+        except BudgetExceededError as exc:
+            raise BudgetExceededError(
+                f"The estimator's own accountant cannot pay for the search's training plan: {exc} Nothing was read, "
+                "and nothing was charged to the search's training accountant either.", requested=exc.requested,
+                spent=exc.spent, ceiling=exc.ceiling) from None
+    try:
+        reservation = acc.reserve(events)
+        for ev, phase in plan:
+            acc.spend(ev, phase=phase, role="training", reservation=reservation)
+    except (BudgetExceededError, LedgerError) as exc:
+        if own is None:
+            raise
+        note = (f"{exc} The estimator's own accountant was charged the whole training plan just before: it keeps "
+                "that charge although no fit ran and no row was read (it records more than was spent, never less).")
+        if isinstance(exc, BudgetExceededError):
+            raise BudgetExceededError(note, requested=exc.requested, spent=exc.spent, ceiling=exc.ceiling) from exc
+        raise LedgerError(note) from exc
 
 
 def per_fit_event(estimator: Any) -> tuple[PrivacyEvent, Budget]:
@@ -392,8 +530,9 @@ class _TrainingRoleMixin:
         about sqrt(k) times one; Laplace fits add up; random stopping costs a
         small multiple of one fit whatever the mean number of runs). This
         searches that ``epsilon`` by bisection on :meth:`privacy_plan`, so it
-        is exactly the figure ``fit`` would accept: set it with
-        ``search.set_params(estimator__epsilon=...)``.
+        is exactly the figure ``fit`` would accept (within the training budget,
+        and within what the estimator's own ``accountant`` has left, if it
+        holds one): set it with ``search.set_params(estimator__epsilon=...)``.
 
         Parameters
         ----------
@@ -498,6 +637,7 @@ class _TrainingRoleMixin:
         refit_fit = self.refit and not self._reuses_selected_fit(cfg, method, n_folds)
         plan = training_plan(one_fit, n_fits=n_fits or 0, refit=refit_fit, stopping_event=stopping_event)
         acc = Accountant(budget, ledger=ledger)
+        own = cfg.get("own_accountant")
         if plan:
             try:
                 acc.check(ComposedEvent(events=tuple(ev for ev, _ in plan)))
@@ -506,4 +646,14 @@ class _TrainingRoleMixin:
                     unaffordable_message(exc, n_fits=n_fits, one_fit_budget=one_budget, budget=budget,
                                          refit=refit_fit),
                     requested=exc.requested, spent=exc.spent, ceiling=exc.ceiling) from None
+            if own is not None:  # the estimator's own accountant pays the same plan (charge_training_plan)
+                try:
+                    own.check(ComposedEvent(events=tuple(ev for ev, _ in plan), relation=own.relation))
+                except BudgetExceededError as exc:
+                    raise BudgetExceededError(
+                        "The estimator's own accountant (its 'accountant' parameter), which a search on sensitive "
+                        f"training rows charges its whole training plan as well, cannot pay for it: {exc} Nothing "
+                        "was read or spent. Raise that accountant's budget, lower the estimator's per-fit "
+                        "'epsilon' or n_iter, or give the estimator a fresh accountant.",
+                        requested=exc.requested, spent=exc.spent, ceiling=exc.ceiling) from None
         return acc, plan, FitTickets(one_budget, n_fits)
