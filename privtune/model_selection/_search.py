@@ -124,7 +124,14 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         unconditional guarantee, and they had the lowest median and
         90th-percentile regret in ``benchmarks/privacy_utility.py``
         (docs/methods.md gives the figures and the range where they hold).
-        The resolved name is ``method_``.
+        The resolved name is ``method_``. Along the raw-score paths
+        (``gp-ucb``, ``gp-ucb-exact``, ``lipschitz``) a candidate visited
+        again is fitted again (every fit is paid for, and their number must not
+        show the path) but keeps the score of its first fit, so the loop
+        observes one fixed function f(lambda), the score of the first fit at
+        lambda (clipped to the score bounds), even when each fit draws fresh
+        DP noise; what ``gp-ucb``'s conditional guarantee then assumes about
+        those observations is in docs/methods.md.
     epsilon : float in (0, inf), default=1.0
         Total epsilon of the search for each sensitive data role. (With random
         stopping and sensitive training data, the stopped search's one event is
@@ -595,14 +602,15 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             finally:
                 seeder.unseed(est, derived)
 
-        def objective(params: Mapping[str, Any]) -> float:
+        def evaluate(params: Mapping[str, Any]) -> float:
             if runs is not None:
                 runs.last = None  # a fit that raises leaves no model for this run
             run = 0
             # In this process, one evaluation at a time, the count is deterministic; it is public for every method
             # but the raw-score ones, whose visits to a candidate follow the raw scores (a lipschitz final batch
             # seeded by it fitted each candidate differently on neighbouring sets): there a candidate's fit is
-            # always run 0's, f(lambda) one fixed function as their analysis assumes.
+            # always run 0's, and objective (below) keeps its first score: f(lambda) one fixed function as their
+            # analysis assumes.
             if count_runs:
                 key = _params_key(params)
                 run = runs_of.get(key, 0)
@@ -617,6 +625,21 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
 
                 scores = Parallel(n_jobs=self.n_jobs, backend="threading")(delayed(fit_and_score)(*j) for j in jobs)
             return float(np.mean(scores))
+
+        # Along a raw-score path (gp-ucb, gp-ucb-exact, lipschitz) the loop may visit a candidate again. Kusner et
+        # al.'s analysis observes one fixed function f, but a DP fit draws fresh noise (and any estimator may be
+        # randomised beyond its random_state), so a refitted candidate is another model with another score. A
+        # revisit therefore keeps the score of the candidate's first evaluation: f(lambda) is the score of the
+        # first fit at lambda (with cv, the mean over the folds of its first fits). The fit still runs at every
+        # visit (all are paid for), so the number of fits does not tell how many distinct candidates the secret
+        # path visited; only a dict of at most n_iter floats is kept, never a model.
+        first_scores: dict[str, float] | None = {} if method.name in _RAW_TRAJECTORY else None
+
+        def objective(params: Mapping[str, Any]) -> float:
+            value = evaluate(params)
+            if first_scores is None:
+                return value
+            return first_scores.setdefault(_params_key(params), value)
 
         # The scorer silences warnings while it reads validation rows; Python's warning filters are process-wide,
         # so with threads (n_jobs) another thread's exit could restore them mid-scoring; a DP fit reads sensitive
