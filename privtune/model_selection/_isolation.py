@@ -4,17 +4,46 @@ A private score is a mean of per-row terms whose sensitivity (e.g. ``1/m`` for
 accuracy) assumes that replacing one validation row changes one term only. An
 estimator can break that assumption on its failure paths: ``predict`` raises
 for a whole batch because of one row (a category unseen in training under
-``OneHotEncoder``, an overflow to ``inf`` after ``StandardScaler``), or returns
-NaN for one row. If such a failure made the *whole* score a bound, one row would
-move it by the whole score range.
+``OneHotEncoder``, a NaN that ``check_array`` refuses), or returns NaN for one
+row. If such a failure made the *whole* score a bound, one row would move it by
+the whole score range.
 
-:func:`isolated_row_values` evaluates per-row terms with isolation: one batch
-call when nothing fails (the fast path), and on failure the block is bisected
-down to single rows; a single row whose evaluation raises, has the wrong shape
-or is non-finite gets the scorer's worst per-row value. For a well-behaved
-estimator (each row's prediction depends on that row only, as for every
-scikit-learn predictor) the values are exactly those of the batch call, and
-whatever the estimator does on one row, only that row's term changes.
+**The rule: every row is computed in the same block whatever the other rows
+hold.** A row's floating-point output depends on the block it is computed in,
+not only on its own entries: BLAS kernels take different paths for different
+shapes (SIMD tails, blocking), so a row near a decision boundary can change
+class between a batch of 101 rows and a bisection block of 50 (measured with
+``LogisticRegression``: 27 of 101 boundary rows changed sign between the batch
+and single-row calls). Isolation therefore never re-blocks a row whose value it
+keeps:
+
+1. The rows are split into **fixed blocks** that depend on public sizes only:
+   rows ``[k B, (k + 1) B)`` with ``B`` = :func:`block_rows_for` ``(m, width)``
+   (one block up to ``B`` rows; ``B`` is at least 256 and about ``2**20`` entries).
+2. A block is evaluated in **one call** when nothing fails, on a view of the
+   rows (:class:`RowBlocks`; scoring never copies the validation set).
+3. A non-finite output of a row (NaN probability) is that row's failure: it gets
+   the worst value, and the block's other values are kept from the same call.
+4. When the call raises (or returns the wrong shape), the block is bisected to
+   find the rows that fail on their own (the values of these smaller calls are
+   **discarded**). The block is then evaluated **again as a whole**, with every
+   failing row replaced by a copy of the first row that did not fail, in a
+   scratch buffer of one block aligned as the block's view is (modulo 64
+   bytes); the failing rows get the worst value and every other row keeps the
+   value it gets in this call: the same bytes, at the same position, in a block
+   of the same shape and alignment, as in the call of a neighbouring set whose
+   failing row did not fail.
+
+Hence, for an estimator whose output for a row depends only on that row's
+entries, its position in its block, the block's shape and alignment (true of every
+scikit-learn predictor and of the BLAS kernels behind them: checked for
+``LogisticRegression`` on boundary rows at every position of a 101-row block),
+replacing one row changes only that row's
+term, whatever it does. An estimator whose output for a row depends on the
+*other* rows' entries is outside every scorer's sensitivity; if the
+substituted call itself fails (only such an estimator can do that), the rows
+keep the values of the bisection calls, as documented in
+:func:`isolated_row_values`.
 
 Nothing here records *which* rows failed or how many: that is a statistic of the
 sensitive rows. (The fallback takes longer than the fast path, so the wall-clock
@@ -29,27 +58,165 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["isolated_row_values", "take_rows", "IsolatedEstimator"]
+__all__ = ["isolated_row_values", "isolated_block_means", "block_rows_for", "RowBlocks", "take_rows",
+           "take_entries", "IsolatedEstimator"]
+
+#: Entries per fixed block (8 MiB of float64): large enough that per-call overhead is small, small enough
+#: that the scratch buffer stays far below the validation set's own size on large sets.
+BLOCK_ENTRIES = 2**20
+#: The fewest rows a block holds (when rows are very wide), so that the number of calls stays moderate.
+MIN_BLOCK_ROWS = 256
+_ALIGN = 64  # bytes: a cache line, and the widest SIMD register (AVX-512)
 
 
 def take_rows(X: Any, idx: np.ndarray) -> Any:
-    """Rows ``idx`` of an array-like (numpy, scipy sparse, pandas)."""
+    """Rows ``idx`` of an array-like (numpy, scipy sparse, pandas), as a new object."""
     if hasattr(X, "iloc"):
         return X.iloc[idx]
     return X[idx]
 
 
-def _evaluate_block(evaluate: Callable[[np.ndarray], Any], idx: np.ndarray) -> np.ndarray | None:
-    """The block's values as a float array of shape (len(idx),), or None if the call failed."""
+def row_width(X: Any) -> int:
+    """Entries per row, from the public shape only (1 for a one-dimensional input)."""
+    shape = getattr(X, "shape", None)
+    if shape is None or len(shape) < 2:
+        return 1
+    return max(1, int(np.prod(shape[1:])))
+
+
+def block_rows_for(n_rows: int, width: int) -> int:
+    """Rows per fixed block: ``min(n_rows, max(256, 2**20 // width))`` (public sizes only)."""
+    return max(1, min(int(n_rows), max(MIN_BLOCK_ROWS, BLOCK_ENTRIES // max(1, int(width)))))
+
+
+def fixed_blocks(n_rows: int, block_rows: int) -> list[np.ndarray]:
+    """The row indices of each fixed block ``[k B, (k + 1) B)``."""
+    return [np.arange(a, min(a + block_rows, n_rows)) for a in range(0, n_rows, block_rows)]
+
+
+def _run_start(idx: np.ndarray) -> int | None:
+    """``idx[0]`` if ``idx`` is a non-empty run of consecutive indices, else None."""
+    k = idx.shape[0]
+    if k and idx[-1] - idx[0] == k - 1 and (k < 3 or bool(np.all(np.diff(idx) == 1))):
+        return int(idx[0])
+    return None
+
+
+def take_entries(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``a[idx]`` for a numpy array (labels), as a view when ``idx`` is a run of consecutive indices."""
+    start = _run_start(idx)
+    return a[start:start + idx.shape[0]] if start is not None else a[idx]
+
+
+class RowBlocks:
+    """Materialises blocks of rows of ``X`` at a fixed place, without copying the whole of ``X``.
+
+    For a C-contiguous numpy ``X`` a fixed block is served as a **view** of
+    ``X`` (no copy), and any other set of rows of that block -- the block with a
+    failing row replaced, or a bisection part -- is copied into one scratch
+    buffer of ``block_rows`` rows, placed so that its start has the same
+    address modulo 64 bytes as the block's view: the rows a substituted call
+    keeps meet the estimator with the same bytes, position, shape and
+    alignment as in the view. Other numpy arrays are always copied into the
+    scratch buffer (64-byte aligned). Other inputs (pandas and polars frames,
+    scipy sparse matrices, object arrays) are materialised by
+    :func:`take_rows`, a new object per call of the same layout whatever the
+    rows. The extra memory is at most one block.
+    """
+
+    def __init__(self, X: Any, block_rows: int | None = None) -> None:
+        self.X = X
+        self.n_rows = int(X.shape[0]) if hasattr(X, "shape") else len(X)
+        self.block_rows = block_rows or block_rows_for(self.n_rows, row_width(X))
+        self._raw: np.ndarray | None = None
+        self._views = False
+        if type(X) is np.ndarray and X.ndim >= 1 and X.dtype != object:  # object rows: pointers, no gain
+            self._views = bool(X.flags.c_contiguous)
+            self._row_bytes = int(np.prod(X.shape[1:], dtype=np.int64)) * X.dtype.itemsize
+            self._raw = np.empty(self.block_rows * self._row_bytes + _ALIGN, dtype=np.uint8)
+
+    def take(self, idx: np.ndarray) -> Any:
+        """Rows ``idx`` (all in one fixed block): a view for a contiguous run, else a copy at the block's place."""
+        if self._raw is None:
+            return take_rows(self.X, idx)
+        k = idx.shape[0]
+        contiguous = _run_start(idx) is not None
+        if contiguous and self._views:
+            return self.X[idx[0]:idx[0] + k]
+        block_start = (int(idx[0]) // self.block_rows) * self.block_rows if k else 0
+        target = (self.X.ctypes.data + block_start * self._row_bytes) % _ALIGN if self._views else 0
+        offset = (target - self._raw.ctypes.data) % _ALIGN
+        out = self._raw[offset:offset + k * self._row_bytes].view(self.X.dtype).reshape((k,) + self.X.shape[1:])
+        out.flags.writeable = True
+        if contiguous:
+            out[...] = self.X[idx[0]:idx[0] + k]
+        else:
+            np.take(self.X, idx, axis=0, out=out)
+        out.flags.writeable = bool(self.X.flags.writeable)  # as the view would be
+        return out
+
+
+def _guarded(call: Callable[[np.ndarray], Any], idx: np.ndarray) -> np.ndarray | None:
+    """``call(idx)`` as a new array whose first dimension is ``len(idx)``, or None if it failed."""
     try:
-        values = np.asarray(evaluate(idx), dtype=float)
+        out = np.array(call(idx))  # a copy: the output must not alias the scratch buffer reused next
     except KeyboardInterrupt:
         raise
     except BaseException:  # noqa: BLE001 - any failure (its text may quote data) only triggers isolation
         return None
-    if values.shape != (idx.shape[0],):
+    if out.shape[:1] != (idx.shape[0],):
         return None
-    return values
+    return out
+
+
+def _finite_rows(out: np.ndarray) -> np.ndarray:
+    if out.dtype.kind not in "fc":
+        return np.ones(out.shape[0], dtype=bool)
+    return np.isfinite(out.reshape(out.shape[0], -1)).all(axis=1)
+
+
+def _isolate_block(
+    call: Callable[[np.ndarray], Any], block: np.ndarray,
+) -> tuple[np.ndarray | None, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """One fixed block: its outputs (None if no call over the whole block could be used) and failing rows.
+
+    Returns ``(out, failing, pieces)``: ``out`` holds every row's output from a
+    call over the whole block (the block itself, or the block with its failing
+    rows replaced by a row that did not fail), ``failing`` marks the rows whose
+    output must not be used, and ``pieces`` are the bisection's outputs
+    ``(positions, outputs)``, used only if the substituted call fails.
+    """
+    k = block.shape[0]
+    out = _guarded(call, block)
+    if out is not None:  # the fast path: one call; a non-finite row is its own row's failure
+        return out, ~_finite_rows(out), []
+    failing = np.zeros(k, dtype=bool)
+    pieces: list[tuple[np.ndarray, np.ndarray]] = []
+    stack = [np.arange(k)[k // 2:], np.arange(k)[:k // 2]] if k > 1 else []
+    failing[:] = k == 1
+    while stack:  # find the rows that fail on their own; these calls' values are not kept
+        pos = stack.pop()
+        if pos.shape[0] == 0:
+            continue
+        part = _guarded(call, block[pos])
+        if part is not None:
+            good = _finite_rows(part)
+            failing[pos[~good]] = True
+            pieces.append((pos, part))
+            continue
+        if pos.shape[0] == 1:
+            failing[pos] = True
+            continue
+        half = pos.shape[0] // 2
+        stack += [pos[half:], pos[:half]]
+    if failing.all():
+        return None, failing, pieces
+    substituted = block.copy()
+    substituted[failing] = block[np.flatnonzero(~failing)[0]]
+    again = _guarded(call, substituted)  # the same place and shape as the block: the other rows' values as there
+    if again is None:
+        return None, failing, pieces
+    return again, failing | ~_finite_rows(again), pieces
 
 
 def isolated_row_values(
@@ -57,58 +224,103 @@ def isolated_row_values(
     n_rows: int,
     worst: float,
     *,
-    attributable: bool = True,
+    block_rows: int | None = None,
 ) -> np.ndarray:
-    """Per-row values with per-row failure isolation.
+    """Per-row values with per-row failure isolation, each row computed in its fixed block.
 
     Parameters
     ----------
     evaluate : callable
         ``evaluate(idx) -> array of shape (len(idx),)``: the values of rows
-        ``idx`` (an int array), computed in one call on those rows only.
+        ``idx`` (an int array, at most ``block_rows`` long, possibly repeating
+        a row), computed in one call on those rows only and in that order (use
+        :meth:`RowBlocks.take` to materialise them).
     n_rows : int
         Number of rows.
     worst : float
         The value a failing row gets (the scorer's worst per-row value).
-    attributable : bool, default=True
-        True when a non-finite entry belongs to its own row (per-row terms): it
-        is replaced by ``worst`` without further calls. False when each entry
-        is a block statistic (e.g. a block's mean, repeated): a non-finite value
-        then cannot be attributed and the block is bisected like a raising one.
+    block_rows : int, optional
+        Rows per fixed block; default :func:`block_rows_for` ``(n_rows, 1)``.
+        Must depend on public sizes only.
 
     Returns
     -------
     ndarray of float, shape (n_rows,)
-        Finite values; one evaluation call when nothing fails, at most about
-        ``2 n_rows`` calls when every row fails.
+        Finite values: one evaluation call per fixed block when nothing fails.
+        A block whose call raises costs a bisection (about ``2 log2(B)`` calls
+        per failing row) and one more call over the whole block.
 
     Notes
     -----
     **Privacy.** A function of the sensitive rows; it spends nothing itself (the
     caller's release is charged before). It never raises because of a row and
-    never reports which or how many rows failed.
+    never reports which or how many rows failed. A row that is kept is always
+    computed in its own fixed block (see the module docstring); only for an
+    estimator whose output on one row depends on other rows, and only if the
+    block's substituted call fails too, do rows keep values from the bisection.
     """
     out = np.empty(n_rows, dtype=float)
-    stack = [np.arange(n_rows)]
-    while stack:
-        idx = stack.pop()
-        if idx.shape[0] == 0:
-            continue
-        values = _evaluate_block(evaluate, idx)
-        if values is not None:
-            bad = ~np.isfinite(values)
-            if not bad.any():
-                out[idx] = values
+    for block in fixed_blocks(n_rows, block_rows or block_rows_for(n_rows, 1)):
+        values, failing, pieces = _isolate_block(lambda idx: np.asarray(evaluate(idx), dtype=float), block)
+        if values is None:
+            values = np.full(block.shape[0], worst)
+            for pos, part in pieces:  # only outside the per-row assumption (see above)
+                values[pos] = part
+        if failing.any():
+            values[failing] = worst
+        out[block[0]:block[-1] + 1] = values
+    return out
+
+
+def isolated_block_means(
+    score_block: Callable[[np.ndarray], Callable[[np.ndarray], float]],
+    n_rows: int,
+    worst: float,
+    *,
+    block_rows: int | None = None,
+) -> np.ndarray:
+    """Per-row values of a score that is a mean over any subset of rows (a user callable), by fixed blocks.
+
+    Parameters
+    ----------
+    score_block : callable
+        ``score_block(idx)`` opens fixed block ``idx`` and returns
+        ``score(pos) -> float``, the score of the block's rows at positions
+        ``pos`` (the caller serves predictions computed once on the whole
+        block, so that a subset's score re-blocks only the scorer's arithmetic,
+        never the estimator's).
+    n_rows, worst, block_rows
+        As in :func:`isolated_row_values`.
+
+    Returns
+    -------
+    ndarray of float, shape (n_rows,)
+        Each row holds the score of the subset it was scored in; the mean of
+        the array is the weighted mean over those subsets. A subset whose score
+        raises or is not finite is split in halves, down to single rows, which
+        get ``worst``.
+    """
+    out = np.empty(n_rows, dtype=float)
+    for block in fixed_blocks(n_rows, block_rows or block_rows_for(n_rows, 1)):
+        score = score_block(block)
+        stack = [np.arange(block.shape[0])]
+        while stack:
+            pos = stack.pop()
+            if pos.shape[0] == 0:
                 continue
-            if attributable:
-                out[idx] = np.where(bad, worst, values)
-                continue
-        if idx.shape[0] == 1:
-            out[idx] = worst
-            continue
-        half = idx.shape[0] // 2
-        stack.append(idx[half:])
-        stack.append(idx[:half])
+            try:
+                v = float(score(pos))
+            except KeyboardInterrupt:
+                raise
+            except BaseException:  # noqa: BLE001 - the detail may quote data; never kept
+                v = float("nan")
+            if np.isfinite(v):
+                out[block[pos]] = v
+            elif pos.shape[0] == 1:
+                out[block[pos]] = worst
+            else:
+                half = pos.shape[0] // 2
+                stack += [pos[half:], pos[:half]]
     return out
 
 
@@ -126,6 +338,26 @@ def _inert(value: Any, depth: int = 0) -> bool:
     return False
 
 
+class FrozenOutputs:
+    """The isolated outputs of an estimator's prediction methods on one input, computed once per method.
+
+    Held by :class:`IsolatedEstimator` views so that a scorer called again on
+    part of that input (the bisection of a failing callable) is served the
+    outputs computed over the whole input, by position, instead of calling the
+    estimator on a differently shaped block.
+    """
+
+    def __init__(self, view: IsolatedEstimator, source: Any) -> None:
+        self._view = view
+        self.source = source
+        self._outputs: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, method: Callable[[Any], Any]) -> np.ndarray:
+        if name not in self._outputs:
+            self._outputs[name] = self._view._isolated(name, method, self.source)
+        return self._outputs[name]
+
+
 class IsolatedEstimator:
     """A read-only view of a fitted estimator whose prediction methods isolate failing rows.
 
@@ -136,7 +368,13 @@ class IsolatedEstimator:
     or ``0.0``; for ``predict_proba`` the uniform distribution; for
     ``predict_log_proba`` its log; for ``decision_function`` zeros. ``score``
     is scikit-learn's default (accuracy for a classifier, R² for a regressor)
-    computed from the isolated ``predict``.
+    computed from the isolated ``predict``. Rows are computed in fixed blocks,
+    as described in this module's docstring: a row's output does not depend on
+    which other rows fail.
+
+    With ``frozen=(X, outputs, positions)`` the view serves, for the input
+    object ``X`` itself, the outputs computed once on a larger input
+    (``outputs``, a :class:`FrozenOutputs`) at ``positions`` (all rows if None).
 
     Nothing else reaches the estimator: besides these methods the view serves
     ``__sklearn_tags__`` and ``_estimator_type`` (so scikit-learn's scorer
@@ -155,14 +393,23 @@ class IsolatedEstimator:
     _METHODS = ("predict", "predict_proba", "predict_log_proba", "decision_function")
     _TAGS = ("__sklearn_tags__", "_estimator_type", "_get_tags", "_more_tags")
 
-    def __init__(self, estimator: Any) -> None:
+    def __init__(self, estimator: Any, frozen: tuple[Any, FrozenOutputs, np.ndarray | None] | None = None) -> None:
         object.__setattr__(self, "_estimator", estimator)
+        object.__setattr__(self, "_frozen", frozen)
+
+    def freeze(self, X: Any) -> FrozenOutputs:
+        """The outputs of this view's prediction methods on ``X``, each computed once when first asked for."""
+        return FrozenOutputs(self, X)
 
     def __getattr__(self, name: str) -> Any:
         if name in self._METHODS:
             method = getattr(self._estimator, name)  # AttributeError if the estimator lacks it
 
             def isolated(X: Any) -> np.ndarray:
+                frozen = self._frozen
+                if frozen is not None and X is frozen[0]:
+                    outputs = frozen[1].get(name, method)
+                    return outputs.copy() if frozen[2] is None else outputs[frozen[2]]
                 return self._isolated(name, method, X)
 
             isolated.__name__ = name  # scikit-learn's scorers look the response method up by name
@@ -206,38 +453,31 @@ class IsolatedEstimator:
         return 0.0 if k <= 2 else np.zeros(k)
 
     def _isolated(self, name: str, method: Callable[[Any], Any], X: Any) -> np.ndarray:
-        n = X.shape[0]
-
-        def call(idx: np.ndarray | None) -> np.ndarray | None:
-            try:
-                out = np.asarray(method(X if idx is None else take_rows(X, idx)))
-            except KeyboardInterrupt:
-                raise
-            except BaseException:  # noqa: BLE001 - isolate below (SystemExit, a timeout's exception, ...)
-                return None
-            if out.shape[:1] != ((n if idx is None else idx.shape[0]),):
-                return None
-            return out
-
-        out = call(None)
-        if out is not None and (out.dtype.kind not in "fc" or np.isfinite(out).all()):
-            return out  # the fast path: one batch call
-        rows: list[Any] = [None] * n
+        rows = RowBlocks(X)
+        parts: list[np.ndarray | list[Any]] = []
         width: int | None = None
-        stack = [np.arange(n)]
-        while stack:  # bisect failing blocks down to single rows
-            idx = stack.pop()
-            block = out if idx.shape[0] == n else call(idx)  # the full batch was already tried
-            if block is not None:
-                finite = (np.ones(idx.shape[0], dtype=bool) if block.dtype.kind not in "fc"
-                          else np.isfinite(block.reshape(idx.shape[0], -1)).all(axis=1))
-                if block.ndim == 2:
-                    width = block.shape[1]
-                for j, i in enumerate(idx):
-                    rows[i] = block[j] if finite[j] else None
+        failed: list[tuple[int, np.ndarray, list[tuple[np.ndarray, np.ndarray]], np.ndarray | None]] = []
+        for block in fixed_blocks(rows.n_rows, rows.block_rows):
+            out, failing, pieces = _isolate_block(lambda idx: method(rows.take(idx)), block)
+            for arr in ([out] if out is not None else []) + [p for _, p in pieces]:
+                if arr.ndim == 2:
+                    width = arr.shape[1]
+            if out is not None and not failing.any():
+                parts.append(out)
                 continue
-            if idx.shape[0] > 1:
-                half = idx.shape[0] // 2
-                stack += [idx[half:], idx[:half]]
+            failed.append((len(parts), failing, pieces, out))
+            parts.append([])
+        if not failed:
+            return parts[0] if len(parts) == 1 else np.concatenate(parts)
         fallback = self._fallback(name, width)
-        return np.asarray([fallback if r is None else r for r in rows])
+        for slot, failing, pieces, out in failed:
+            block_rows: list[Any] = [None] * failing.shape[0]
+            if out is None:  # outside the per-row assumption: the bisection's outputs (module docstring)
+                for pos, part in pieces:
+                    for j, p in zip(pos, part, strict=True):
+                        block_rows[j] = p
+            else:
+                block_rows = list(out)
+            parts[slot] = [fallback if (failing[j] or block_rows[j] is None) else block_rows[j]
+                           for j in range(failing.shape[0])]
+        return np.asarray([row for part in parts for row in part])

@@ -76,7 +76,16 @@ from typing import Any
 import numpy as np
 
 from privtune.exceptions import InvalidParameterError
-from privtune.model_selection._isolation import IsolatedEstimator, isolated_row_values, take_rows
+from privtune.model_selection._isolation import (
+    IsolatedEstimator,
+    RowBlocks,
+    block_rows_for,
+    isolated_block_means,
+    isolated_row_values,
+    row_width,
+    take_entries,
+    take_rows,
+)
 from privtune.utils._validation import check_integer, check_real, match_declared_labels
 
 __all__ = ["BoundedScorer", "make_bounded_scorer", "BUILTIN_SCORERS"]
@@ -159,27 +168,62 @@ class BoundedScorer:
         y = np.asarray(y)
         m = int(y.shape[0])
         if self.row_term is not None:
+            rows = RowBlocks(X)
             terms = isolated_row_values(
-                lambda idx: self.row_term(estimator, take_rows(X, idx), y[idx]), m, self.row_worst)
+                lambda idx: self.row_term(estimator, rows.take(idx), take_entries(y, idx)), m, self.row_worst,
+                block_rows=rows.block_rows)
             v = self._aggregate(estimator, y, terms)
         elif self.rule == "mean":  # a user callable declared to be a mean of per-row terms
-            func = self.score_func
-            lo = self.bounds[0]
-            view = IsolatedEstimator(estimator)  # the estimator's failures stay on their own rows
-            terms = isolated_row_values(
-                lambda idx: np.full(idx.shape[0], _clipped(func(view, take_rows(X, idx), y[idx]), self.bounds)),
-                m, lo, attributable=False)
-            v = float(np.mean(terms))
+            v = float(np.mean(self._callable_block_means(estimator, X, y, m)))
         else:  # a declared sensitivity: one call on a row-isolating view of the estimator
-            try:
-                v = float(self.score_func(IsolatedEstimator(estimator), X, y))
-            except KeyboardInterrupt:
-                raise
-            except BaseException:  # noqa: BLE001 - the detail may quote data; never kept (SystemExit too)
-                v = math.nan
+            v = self._declared_callable_score(estimator, X, y)
         if not math.isfinite(v):
             return self.bounds[0]
         return min(self.bounds[1], max(self.bounds[0], v))
+
+    def _callable_block_means(self, estimator: Any, X: Any, y: np.ndarray, m: int) -> np.ndarray:
+        """A mean-rule callable over fixed blocks; a failing block is split, its predictions kept (frozen)."""
+        func = self.score_func
+        bounds = self.bounds
+
+        def open_block(idx: np.ndarray) -> Callable[[np.ndarray], float]:
+            X_b, y_b = take_rows(X, idx), y[idx]
+            outputs = IsolatedEstimator(estimator).freeze(X_b)  # the estimator sees the whole block, once
+
+            def score(pos: np.ndarray) -> float:
+                if pos.shape[0] == idx.shape[0]:
+                    return _clipped(func(IsolatedEstimator(estimator, frozen=(X_b, outputs, None)), X_b, y_b),
+                                    bounds)
+                X_s = take_rows(X_b, pos)
+                view = IsolatedEstimator(estimator, frozen=(X_s, outputs, pos))
+                return _clipped(func(view, X_s, y_b[pos]), bounds)
+
+            return score
+
+        return isolated_block_means(open_block, m, bounds[0], block_rows=block_rows_for(m, row_width(X)))
+
+    def _declared_callable_score(self, estimator: Any, X: Any, y: np.ndarray) -> float:
+        """A callable with a declared sensitivity: one call on a row-isolating view, labels mapped into classes_.
+
+        A label outside the estimator's (public, fitted) ``classes_`` -- a class
+        it never saw -- is replaced by a class the view did not predict for that
+        row (by its first such class), so that the row still counts as an error
+        and the callable only ever meets the estimator's own classes (binary
+        ``f1_score`` raises on a third label: one row would have moved the score
+        to its bound). The map reads each row's own label and prediction only,
+        so neighbouring sets stay neighbours. Non-finite numeric labels of a
+        model without ``classes_`` become 0.
+        """
+        view = IsolatedEstimator(estimator)
+        outputs = view.freeze(X)
+        view = IsolatedEstimator(estimator, frozen=(X, outputs, None))
+        try:
+            y = _labels_within_classes(view, X, y)
+            return float(self.score_func(view, X, y))
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # noqa: BLE001 - the detail may quote data; never kept (SystemExit too)
+            return math.nan
 
     def _aggregate(self, estimator: Any, y: np.ndarray, terms: np.ndarray) -> float:
         if self.aggregate == "balanced":
@@ -231,6 +275,38 @@ class BoundedScorer:
 def _clipped(value: Any, bounds: tuple[float, float]) -> float:
     v = float(value)
     return min(bounds[1], max(bounds[0], v)) if math.isfinite(v) else math.nan
+
+
+def _labels_within_classes(view: IsolatedEstimator, X: Any, y: np.ndarray) -> np.ndarray:
+    """``y`` with every label outside ``classes_`` replaced by a class not predicted for its row (see above)."""
+    classes = getattr(view, "classes_", None)
+    if classes is None:
+        if y.dtype.kind in "fc" and not np.isfinite(y).all():
+            return np.where(np.isfinite(y), y, 0)
+        return y
+    classes = np.asarray(classes)
+    index, inside = match_declared_labels(y, classes)
+    if inside.all() or len(classes) == 0:
+        return y
+    pred = np.asarray(view.predict(X))
+    try:
+        dtype = object if object in (y.dtype, classes.dtype) else np.result_type(y.dtype, classes.dtype)
+    except TypeError:  # numbers and strings: keep each entry as it is
+        dtype = object
+    out = y.astype(dtype, copy=True)
+    for i in np.flatnonzero(~inside):
+        other = [c for c in classes.tolist() if not _same_label(c, pred[i])]
+        out[i] = other[0] if other else classes[0]
+    if out.dtype == object and classes.dtype != object:  # every entry now equals a class: the classes' own type
+        return classes[match_declared_labels(out, classes)[0]]
+    return out
+
+
+def _same_label(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - incomparable labels are different
+        return False
 
 
 def _correct(est: Any, X: Any, y: np.ndarray) -> np.ndarray:
