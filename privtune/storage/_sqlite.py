@@ -72,7 +72,7 @@ import time
 import uuid
 from typing import Any
 
-from privtune.accounting.ledger import SQLiteLedger, durable_connection
+from privtune.accounting.ledger import SQLiteLedger, durable_connection, study_file_error
 from privtune.bo.journal import Journal
 from privtune.exceptions import InvalidParameterError, LedgerError, PrivtuneError
 
@@ -83,16 +83,17 @@ __all__ = ["StudyStorage", "Study", "StudyJournal", "StudyLockedError", "TRAININ
 #: accountant composes every entry of its ledger), in the same file, under the study's name with this suffix.
 TRAINING_LEDGER_SUFFIX = "::training"
 
+# How many journal keys each study has written, and the ledger length when each was written: a study whose journal
+# lost rows, or whose ledger holds fewer charges than its journal had seen, is refused on open.
+_JOURNAL_HEAD_SCHEMA = """CREATE TABLE IF NOT EXISTS privtune_journal_head (
+        study TEXT PRIMARY KEY, n_keys INTEGER NOT NULL, max_ledger_n INTEGER NOT NULL)"""
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS privtune_studies (
         name TEXT PRIMARY KEY, config TEXT NOT NULL, fingerprint TEXT NOT NULL, status TEXT NOT NULL,
         created REAL NOT NULL, updated REAL NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS privtune_journal (
         study TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (study, key))""",
-    # How many journal keys each study has written, and the ledger length when each was written: a study whose
-    # journal lost rows, or whose ledger holds fewer charges than its journal had seen, is refused on open.
-    """CREATE TABLE IF NOT EXISTS privtune_journal_head (
-        study TEXT PRIMARY KEY, n_keys INTEGER NOT NULL, max_ledger_n INTEGER NOT NULL)""",
+    _JOURNAL_HEAD_SCHEMA,
     """CREATE TABLE IF NOT EXISTS privtune_reports (study TEXT PRIMARY KEY, report TEXT NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS privtune_locks (
         study TEXT PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, token TEXT NOT NULL,
@@ -128,6 +129,44 @@ def _path_from(storage: Any) -> str:
         f"The 'storage' parameter must be a file path, a 'sqlite:///path' URL or a StudyStorage. Got {storage!r}.")
 
 
+def _convert_legacy_journal(conn: sqlite3.Connection) -> None:
+    """Give a file of the previous release its journal heads, in one transaction (after its ledger heads).
+
+    That release (write-ahead-log mode, before 2026-11-24) had no
+    ``privtune_journal_head`` table: each study's head is written from what the
+    file holds (its journal's key count, its ledger's length), so from here on a
+    lost journal row is detected as for any study. That release also updated
+    ``privtune_studies.updated`` at every write; it is set to ``created``, as
+    privtune now stores it (the time of the last write is a timing of the work
+    on sensitive rows).
+    """
+    def tables() -> set[str]:
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+    names = tables()
+    if "privtune_journal" not in names or "privtune_journal_head" in names:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        names = tables()  # another process may have converted it in between
+        if "privtune_journal_head" not in names:
+            conn.execute(_JOURNAL_HEAD_SCHEMA)
+            for study, n_keys in conn.execute(
+                    "SELECT study, COUNT(*) FROM privtune_journal GROUP BY study").fetchall():
+                n_ledger = (conn.execute("SELECT COUNT(*) FROM privtune_ledger WHERE study = ?",
+                                         (study,)).fetchone()[0] if "privtune_ledger" in names else 0)
+                conn.execute("INSERT INTO privtune_journal_head VALUES (?, ?, ?)", (study, n_keys, n_ledger))
+            if "privtune_studies" in names:
+                conn.execute("UPDATE privtune_studies SET updated = created")
+        conn.execute("COMMIT")
+    except BaseException:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+        raise
+
+
 class StudyStorage:
     """A SQLite file holding studies.
 
@@ -142,31 +181,54 @@ class StudyStorage:
         self._conn = self._connect()
 
     def _connect(self) -> sqlite3.Connection:
+        conn = None
         try:
-            conn = durable_connection(self.path)
+            conn = durable_connection(self.path)  # refuses an emptied file, converts a previous release's
+            _convert_legacy_journal(conn)
             for stmt in _SCHEMA:
                 conn.execute(stmt)
         except sqlite3.Error as exc:
-            raise LedgerError(f"Cannot open the study storage {self.path!r}: {exc}") from exc
+            if conn is not None:
+                conn.close()
+            raise study_file_error(self.path, "open the study storage", exc) from exc
         return conn
+
+    def _read(self, sql: str, args: tuple[Any, ...], what: str) -> list[Any]:
+        """Rows of ``sql``; damage (or a busy file) is a :class:`~privtune.exceptions.LedgerError` naming the file."""
+        try:
+            return self._conn.execute(sql, args).fetchall()
+        except sqlite3.Error as exc:
+            raise study_file_error(self.path, f"read {what}", exc) from exc
+
+    def _json(self, text: Any, what: str) -> Any:
+        """A stored JSON value; one that no longer parses is damage (SQLite cannot see inside a value)."""
+        try:
+            return json.loads(text)
+        except (ValueError, TypeError) as exc:
+            raise study_file_error(self.path, f"parse {what}", exc) from exc
 
     def study_names(self) -> list[str]:
         """Names of the studies in this file."""
-        return [r[0] for r in self._conn.execute("SELECT name FROM privtune_studies ORDER BY created")]
+        return [r[0] for r in self._read("SELECT name FROM privtune_studies ORDER BY created", (),
+                                         "the names of its studies")]
 
     def load_config(self, name: str) -> dict[str, Any] | None:
         """The stored public configuration of a study, or None."""
-        row = self._conn.execute("SELECT config FROM privtune_studies WHERE name = ?", (name,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        rows = self._read("SELECT config FROM privtune_studies WHERE name = ?", (name,),
+                          f"the configuration of study {name!r}")
+        return None if not rows else self._json(rows[0][0], f"the configuration of study {name!r}")
 
     def load_report(self, name: str) -> dict[str, Any] | None:
         """The stored report of a study, or None."""
-        row = self._conn.execute("SELECT report FROM privtune_reports WHERE study = ?", (name,)).fetchone()
-        return None if row is None else json.loads(row[0])
+        rows = self._read("SELECT report FROM privtune_reports WHERE study = ?", (name,),
+                          f"the report of study {name!r}")
+        return None if not rows else self._json(rows[0][0], f"the report of study {name!r}")
 
     def status(self, name: str) -> str | None:
-        row = self._conn.execute("SELECT status FROM privtune_studies WHERE name = ?", (name,)).fetchone()
-        return None if row is None else row[0]
+        """The status of a study (``"running"`` or ``"complete"``), or None if the file does not hold it."""
+        rows = self._read("SELECT status FROM privtune_studies WHERE name = ?", (name,),
+                          f"the status of study {name!r}")
+        return None if not rows else rows[0][0]
 
     def open(self, name: str, config: dict[str, Any]) -> Study:
         """Open (create or resume) a study for writing.
@@ -203,7 +265,10 @@ class StudyStorage:
                              (name, fingerprint, fingerprint, now, now))
             elif existing[0] != fingerprint:
                 conn.execute("ROLLBACK")
-                old = json.loads(existing[0])
+                old = self._json(existing[0], f"the stored configuration of study {name!r}")
+                if not isinstance(old, dict):
+                    raise study_file_error(self.path, f"parse the stored configuration of study {name!r}",
+                                           ValueError("it is not a JSON object"))
                 diff = sorted(k for k in set(old) | set(config)
                               if json.dumps(old.get(k), sort_keys=True, default=repr)
                               != json.dumps(config.get(k), sort_keys=True, default=repr))
@@ -218,7 +283,7 @@ class StudyStorage:
                 conn.execute("ROLLBACK")
             except sqlite3.Error:
                 pass
-            raise LedgerError(f"Cannot open study {name!r} in {self.path!r}: {exc}") from exc
+            raise study_file_error(self.path, f"open study {name!r}", exc) from exc
         return Study(self, name, token, config)
 
     def close(self) -> None:
@@ -256,10 +321,12 @@ class Study:
     def _check_consistency(self) -> None:
         """Refuse a study whose ledger or journal lost what was committed (see the module docstring)."""
         n_ledger = len(self.ledger.entries())
-        n_keys = self._conn.execute("SELECT COUNT(*) FROM privtune_journal WHERE study = ?",
-                                    (self.name,)).fetchone()[0]
-        head = self._conn.execute("SELECT n_keys, max_ledger_n FROM privtune_journal_head WHERE study = ?",
-                                  (self.name,)).fetchone()
+        read = self.storage._read
+        n_keys = read("SELECT COUNT(*) FROM privtune_journal WHERE study = ?", (self.name,),
+                      f"the journal of study {self.name!r}")[0][0]
+        heads = read("SELECT n_keys, max_ledger_n FROM privtune_journal_head WHERE study = ?", (self.name,),
+                     f"the journal's head of study {self.name!r}")
+        head = heads[0] if heads else None
         problems = []
         if head is None and n_keys:  # every journal write updates the head in the same transaction
             problems.append(f"its journal holds {n_keys} released value(s) but no recorded head")
@@ -268,7 +335,8 @@ class Study:
         if head is not None and head[1] > n_ledger:
             problems.append(f"its journal was written after {head[1]} charge(s) but the ledger holds {n_ledger}")
         done = (self.storage.status(self.name) == "complete"
-                or self._conn.execute("SELECT 1 FROM privtune_reports WHERE study = ?", (self.name,)).fetchone())
+                or read("SELECT 1 FROM privtune_reports WHERE study = ?", (self.name,),
+                        f"the report of study {self.name!r}"))
         if done and n_ledger == 0:
             problems.append("it is complete but its ledger holds no charge")
         if problems:
@@ -306,12 +374,20 @@ class Study:
                 self._conn.execute("ROLLBACK")
             except sqlite3.Error:
                 pass
-            raise LedgerError(f"Cannot write to study {self.name!r}: {exc}") from exc
+            raise study_file_error(self.storage.path, f"write to study {self.name!r}", exc) from exc
 
     def get(self, key: str) -> Any:
-        row = self._conn.execute("SELECT value FROM privtune_journal WHERE study = ? AND key = ?",
-                                 (self.name, key)).fetchone()
-        return None if row is None else json.loads(row[0])
+        """The released value stored under ``key``, or None.
+
+        Raises
+        ------
+        LedgerError
+            If the file cannot be read there, or the value no longer parses (damage).
+        """
+        what = f"the journal value {key!r} of study {self.name!r}"
+        rows = self.storage._read("SELECT value FROM privtune_journal WHERE study = ? AND key = ?",
+                                  (self.name, key), what)
+        return None if not rows else self.storage._json(rows[0][0], what)
 
     def put(self, key: str, value: Any) -> None:
         """Store a released value; the journal head records the key count and the ledger length."""
@@ -338,7 +414,7 @@ class Study:
                 self._conn.execute("ROLLBACK")
             except sqlite3.Error:
                 pass
-            raise LedgerError(f"Cannot write to study {self.name!r}: {exc}") from exc
+            raise study_file_error(self.storage.path, f"write to study {self.name!r}", exc) from exc
 
     def save_report(self, report: dict[str, Any]) -> None:
         """Store the tuning report (JSON) and mark the study complete."""

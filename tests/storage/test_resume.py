@@ -270,19 +270,6 @@ def test_a_study_whose_journal_lost_releases_is_refused(tmp_path, delete_head, m
         _search(path, "noisy-ucb").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
 
 
-def test_an_old_wal_mode_study_is_converted_without_losing_charges(tmp_path):
-    import sqlite3
-
-    path = str(tmp_path / "old.sqlite")
-    conn = sqlite3.connect(path, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.close()
-    led = SQLiteLedger(path, study="s")  # converts to rollback-journal mode
-    led.close()
-    conn = sqlite3.connect(path, isolation_level=None)
-    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
-
-
 def test_a_study_a_callback_stopped_resumes_after_a_crash_in_its_final_release(tmp_path, monkeypatch):
     # A callback stopped noisy-ucb at iteration 2: the ledger holds two observations and then the final release.
     # A crash after that last charge used to make the resume refuse the study ("configuration changed").
