@@ -58,8 +58,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["isolated_row_values", "isolated_block_means", "block_rows_for", "RowBlocks", "take_rows",
-           "take_entries", "IsolatedEstimator"]
+__all__ = ["isolated_row_values", "isolated_block_means", "block_rows_for", "fixed_blocks", "RowBlocks",
+           "take_rows", "take_entries", "as_indices", "IsolatedEstimator"]
 
 #: Entries per fixed block (8 MiB of float64): large enough that per-call overhead is small, small enough
 #: that the scratch buffer stays far below the validation set's own size on large sets.
@@ -89,23 +89,23 @@ def block_rows_for(n_rows: int, width: int) -> int:
     return max(1, min(int(n_rows), max(MIN_BLOCK_ROWS, BLOCK_ENTRIES // max(1, int(width)))))
 
 
-def fixed_blocks(n_rows: int, block_rows: int) -> list[np.ndarray]:
-    """The row indices of each fixed block ``[k B, (k + 1) B)``."""
-    return [np.arange(a, min(a + block_rows, n_rows)) for a in range(0, n_rows, block_rows)]
+def fixed_blocks(n_rows: int, block_rows: int) -> list[range]:
+    """Each fixed block ``[k B, (k + 1) B)``, as a ``range`` (no index array on the fast path)."""
+    return [range(a, min(a + block_rows, n_rows)) for a in range(0, n_rows, block_rows)]
 
 
-def _run_start(idx: np.ndarray) -> int | None:
-    """``idx[0]`` if ``idx`` is a non-empty run of consecutive indices, else None."""
-    k = idx.shape[0]
-    if k and idx[-1] - idx[0] == k - 1 and (k < 3 or bool(np.all(np.diff(idx) == 1))):
-        return int(idx[0])
-    return None
+#: Rows to evaluate: a fixed block as a ``range``, or any other rows of one fixed block as an int array.
+Rows = range | np.ndarray
 
 
-def take_entries(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """``a[idx]`` for a numpy array (labels), as a view when ``idx`` is a run of consecutive indices."""
-    start = _run_start(idx)
-    return a[start:start + idx.shape[0]] if start is not None else a[idx]
+def as_indices(idx: Rows) -> np.ndarray:
+    """The rows as an int array."""
+    return np.arange(idx.start, idx.stop) if isinstance(idx, range) else idx
+
+
+def take_entries(a: np.ndarray, idx: Rows) -> np.ndarray:
+    """``a[idx]`` for a numpy array (labels): a view for a fixed block, a copy for other rows."""
+    return a[idx.start:idx.stop] if isinstance(idx, range) else a[idx]
 
 
 class RowBlocks:
@@ -135,36 +135,38 @@ class RowBlocks:
             self._row_bytes = int(np.prod(X.shape[1:], dtype=np.int64)) * X.dtype.itemsize
             self._raw = np.empty(self.block_rows * self._row_bytes + _ALIGN, dtype=np.uint8)
 
-    def take(self, idx: np.ndarray) -> Any:
-        """Rows ``idx`` (all in one fixed block): a view for a contiguous run, else a copy at the block's place."""
+    def take(self, idx: Rows) -> Any:
+        """Rows ``idx`` of one fixed block: a view for the block (a ``range``), else a copy at the block's place."""
         if self._raw is None:
-            return take_rows(self.X, idx)
-        k = idx.shape[0]
-        contiguous = _run_start(idx) is not None
-        if contiguous and self._views:
-            return self.X[idx[0]:idx[0] + k]
-        block_start = (int(idx[0]) // self.block_rows) * self.block_rows if k else 0
+            return take_rows(self.X, as_indices(idx))
+        if isinstance(idx, range) and self._views:
+            return self.X[idx.start:idx.stop]
+        k = len(idx)
+        first = idx.start if isinstance(idx, range) else (int(idx[0]) if k else 0)
+        block_start = (first // self.block_rows) * self.block_rows
         target = (self.X.ctypes.data + block_start * self._row_bytes) % _ALIGN if self._views else 0
         offset = (target - self._raw.ctypes.data) % _ALIGN
         out = self._raw[offset:offset + k * self._row_bytes].view(self.X.dtype).reshape((k,) + self.X.shape[1:])
         out.flags.writeable = True
-        if contiguous:
-            out[...] = self.X[idx[0]:idx[0] + k]
+        if isinstance(idx, range):
+            out[...] = self.X[idx.start:idx.stop]
         else:
             np.take(self.X, idx, axis=0, out=out)
         out.flags.writeable = bool(self.X.flags.writeable)  # as the view would be
         return out
 
 
-def _guarded(call: Callable[[np.ndarray], Any], idx: np.ndarray) -> np.ndarray | None:
-    """``call(idx)`` as a new array whose first dimension is ``len(idx)``, or None if it failed."""
+def _guarded(call: Callable[[Rows], Any], idx: Rows) -> np.ndarray | None:
+    """``call(idx)`` as an array of its own whose first dimension is ``len(idx)``, or None if it failed."""
     try:
-        out = np.array(call(idx))  # a copy: the output must not alias the scratch buffer reused next
+        out = np.asarray(call(idx))
+        if not out.flags.owndata:  # a view (of the rows given, or of the scratch buffer reused next): copy it
+            out = out.copy()
     except KeyboardInterrupt:
         raise
     except BaseException:  # noqa: BLE001 - any failure (its text may quote data) only triggers isolation
         return None
-    if out.shape[:1] != (idx.shape[0],):
+    if out.shape[:1] != (len(idx),):
         return None
     return out
 
@@ -172,24 +174,30 @@ def _guarded(call: Callable[[np.ndarray], Any], idx: np.ndarray) -> np.ndarray |
 def _finite_rows(out: np.ndarray) -> np.ndarray:
     if out.dtype.kind not in "fc":
         return np.ones(out.shape[0], dtype=bool)
+    if out.ndim == 1:
+        return np.isfinite(out)
     return np.isfinite(out.reshape(out.shape[0], -1)).all(axis=1)
 
 
 def _isolate_block(
-    call: Callable[[np.ndarray], Any], block: np.ndarray,
-) -> tuple[np.ndarray | None, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    call: Callable[[Rows], Any], block: range,
+) -> tuple[np.ndarray | None, np.ndarray | None, list[tuple[np.ndarray, np.ndarray]]]:
     """One fixed block: its outputs (None if no call over the whole block could be used) and failing rows.
 
     Returns ``(out, failing, pieces)``: ``out`` holds every row's output from a
     call over the whole block (the block itself, or the block with its failing
     rows replaced by a row that did not fail), ``failing`` marks the rows whose
-    output must not be used, and ``pieces`` are the bisection's outputs
-    ``(positions, outputs)``, used only if the substituted call fails.
+    output must not be used (None: no row failed), and ``pieces`` are the
+    bisection's outputs ``(positions, outputs)``, used only if the substituted
+    call fails.
     """
-    k = block.shape[0]
+    k = len(block)
     out = _guarded(call, block)
     if out is not None:  # the fast path: one call; a non-finite row is its own row's failure
+        if out.dtype.kind not in "fc" or np.isfinite(out).all():
+            return out, None, []
         return out, ~_finite_rows(out), []
+    block = as_indices(block)
     failing = np.zeros(k, dtype=bool)
     pieces: list[tuple[np.ndarray, np.ndarray]] = []
     stack = [np.arange(k)[k // 2:], np.arange(k)[:k // 2]] if k > 1 else []
@@ -232,9 +240,10 @@ def isolated_row_values(
     ----------
     evaluate : callable
         ``evaluate(idx) -> array of shape (len(idx),)``: the values of rows
-        ``idx`` (an int array, at most ``block_rows`` long, possibly repeating
-        a row), computed in one call on those rows only and in that order (use
-        :meth:`RowBlocks.take` to materialise them).
+        ``idx`` (a fixed block as a ``range``, or other rows of one fixed block
+        as an int array, possibly repeating a row), computed in one call on
+        those rows only and in that order (use :meth:`RowBlocks.take` and
+        :func:`take_entries` to materialise them).
     n_rows : int
         Number of rows.
     worst : float
@@ -263,12 +272,12 @@ def isolated_row_values(
     for block in fixed_blocks(n_rows, block_rows or block_rows_for(n_rows, 1)):
         values, failing, pieces = _isolate_block(lambda idx: np.asarray(evaluate(idx), dtype=float), block)
         if values is None:
-            values = np.full(block.shape[0], worst)
+            values = np.full(len(block), worst)
             for pos, part in pieces:  # only outside the per-row assumption (see above)
                 values[pos] = part
-        if failing.any():
-            values[failing] = worst
-        out[block[0]:block[-1] + 1] = values
+        out[block.start:block.stop] = values
+        if failing is not None:
+            out[block.start:block.stop][failing] = worst
     return out
 
 
@@ -301,7 +310,8 @@ def isolated_block_means(
         get ``worst``.
     """
     out = np.empty(n_rows, dtype=float)
-    for block in fixed_blocks(n_rows, block_rows or block_rows_for(n_rows, 1)):
+    for block_range in fixed_blocks(n_rows, block_rows or block_rows_for(n_rows, 1)):
+        block = as_indices(block_range)
         score = score_block(block)
         stack = [np.arange(block.shape[0])]
         while stack:
@@ -456,13 +466,13 @@ class IsolatedEstimator:
         rows = RowBlocks(X)
         parts: list[np.ndarray | list[Any]] = []
         width: int | None = None
-        failed: list[tuple[int, np.ndarray, list[tuple[np.ndarray, np.ndarray]], np.ndarray | None]] = []
+        failed: list[tuple[int, np.ndarray | None, list[tuple[np.ndarray, np.ndarray]], np.ndarray | None]] = []
         for block in fixed_blocks(rows.n_rows, rows.block_rows):
             out, failing, pieces = _isolate_block(lambda idx: method(rows.take(idx)), block)
             for arr in ([out] if out is not None else []) + [p for _, p in pieces]:
                 if arr.ndim == 2:
                     width = arr.shape[1]
-            if out is not None and not failing.any():
+            if out is not None and failing is None:
                 parts.append(out)
                 continue
             failed.append((len(parts), failing, pieces, out))
@@ -471,6 +481,8 @@ class IsolatedEstimator:
             return parts[0] if len(parts) == 1 else np.concatenate(parts)
         fallback = self._fallback(name, width)
         for slot, failing, pieces, out in failed:
+            if failing is None:
+                failing = np.zeros(len(out), dtype=bool)
             block_rows: list[Any] = [None] * failing.shape[0]
             if out is None:  # outside the per-row assumption: the bisection's outputs (module docstring)
                 for pos, part in pieces:

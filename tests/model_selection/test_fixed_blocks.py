@@ -158,8 +158,10 @@ def test_blocks_are_views_and_a_substituted_block_is_copied_where_the_view_lies(
     X = np.arange(2 * 10**5 * 8, dtype=float).reshape(-1, 8)
     rows = RowBlocks(X)
     assert rows.block_rows == 2**20 // 8 and rows._raw.nbytes <= rows.block_rows * 8 * 8 + 64 < X.nbytes
-    view = rows.take(np.arange(10, 20))
+    view = rows.take(range(10, 20))
     assert np.shares_memory(view, X) and np.array_equal(view, X[10:20])  # the fast path copies nothing
+    other = rows.take(np.arange(10, 20))  # the same rows given as an index array: a copy in the scratch buffer
+    assert np.array_equal(other, X[10:20]) and not np.shares_memory(other, X)
     idx = np.array([5, 7, 5])
     copied = rows.take(idx)
     assert np.array_equal(copied, X[idx]) and not np.shares_memory(copied, X)
@@ -171,7 +173,7 @@ def test_blocks_are_views_and_a_substituted_block_is_copied_where_the_view_lies(
     assert not RowBlocks(frozen).take(idx).flags.writeable  # as a view of a read-only array would be
     fortran = np.asfortranarray(X[:1000])
     f_rows = RowBlocks(fortran)
-    assert np.array_equal(f_rows.take(np.arange(5)), fortran[:5]) and f_rows.take(np.arange(5)).ctypes.data % 64 == 0
+    assert np.array_equal(f_rows.take(range(5)), fortran[:5]) and f_rows.take(range(5)).ctypes.data % 64 == 0
 
 
 def test_pandas_rows_are_scored_by_block_too():

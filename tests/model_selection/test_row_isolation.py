@@ -17,7 +17,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from privtune import PrivateSearchCV
 from privtune.accounting import Accountant, Budget
 from privtune.model_selection import make_bounded_scorer
-from privtune.model_selection._isolation import IsolatedEstimator, isolated_block_means, isolated_row_values
+from privtune.model_selection._isolation import (
+    IsolatedEstimator,
+    as_indices,
+    isolated_block_means,
+    isolated_row_values,
+)
 from privtune.model_selection._search import CandidateFitError
 from privtune.space import Categorical
 
@@ -290,6 +295,7 @@ def test_isolated_view_gives_failing_rows_the_documented_fallbacks():
 
 def test_isolated_row_values_never_raise_and_attribute_nonfinite_rows():
     def evaluate(idx):
+        idx = as_indices(idx)  # a fixed block comes as a range
         if 5 in idx:
             raise RuntimeError("boom")
         out = np.ones(len(idx))
