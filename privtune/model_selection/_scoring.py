@@ -31,32 +31,41 @@ score is a mean of per-row terms within the bounds; otherwise pass
 (``r2``, ``roc_auc``) are refused unless their sensitivity is declared.
 
 Failure paths (row isolation). A sensitivity bounds how much *one row's term*
-can move, so one row must never be able to move the whole score. Every
-built-in scorer is computed from per-row terms with
-:func:`~privtune.model_selection._isolation.isolated_row_values`: one batch
-``predict`` / ``predict_proba`` when nothing fails; if the batch call raises or
-a row's output is non-finite, the rows are re-evaluated in smaller blocks down
-to single rows, and each failing row gets the scorer's **worst per-row value**
-(wrong for accuracy and balanced accuracy, the capped loss ``C`` for log loss).
-The per-row log loss is clipped to ``[0, C]`` (a probability above 1 cannot
-earn a negative loss). A callable scorer with the default rule (a mean of
-per-row terms in the declared bounds) receives the
+can move, so one row must never be able to move the whole score, nor change how
+another row is computed. Every built-in scorer is computed from per-row terms
+with :func:`~privtune.model_selection._isolation.isolated_row_values`: the rows
+are scored in fixed blocks of public size, one ``predict`` / ``predict_proba``
+per block when nothing fails; a row whose output is non-finite, or that makes
+the block's call raise, gets the scorer's **worst per-row value** (wrong for
+accuracy and balanced accuracy, the capped loss ``C`` for log loss), and every
+other row keeps the value it has in a call over its whole block (after a
+raising call, the block is evaluated again with the failing rows replaced by a
+working row: see :mod:`~privtune.model_selection._isolation` for the rule and
+why). The per-row log loss is clipped to ``[0, C]`` (a probability above 1
+cannot earn a negative loss). A callable scorer with the default rule (a mean
+of per-row terms in the declared bounds) receives the
 :class:`~privtune.model_selection._isolation.IsolatedEstimator` view below (so
 a row on which the *estimator* fails changes that row's prediction only) and is
-evaluated as a mean over blocks: if the call itself raises or returns a
-non-finite value, the rows are split in halves down to single rows, and a row on
-which it still fails gets the lower bound for its own term. The declaration "a
-mean of per-row terms" therefore includes that the callable can score any
-non-empty subset of the rows, single rows included (scikit-learn's
-``log_loss`` cannot without its ``labels`` argument: a block of one class
-raises, and such a callable is not a mean of per-row terms). A callable with a declared ``score_sensitivity``
-(not necessarily a mean) is called once, on an
+evaluated as a mean over fixed blocks: if the call itself raises or returns a
+non-finite value, the block's rows are split in halves down to single rows
+(served the predictions computed once on the whole block, so that only the
+callable's own arithmetic is re-blocked), and a row on which it still fails
+gets the lower bound for its own term. The declaration "a mean of per-row
+terms" therefore includes that the callable can score any non-empty subset of
+the rows, single rows included (scikit-learn's ``log_loss`` cannot without its
+``labels`` argument: a block of one class raises, and such a callable is not a
+mean of per-row terms). A callable with a declared ``score_sensitivity`` (not
+necessarily a mean) is called once, on an
 :class:`~privtune.model_selection._isolation.IsolatedEstimator` view whose
-prediction methods give a failing row a fixed fallback output; the declared
-sensitivity must cover an arbitrary change of one row's prediction, and the
-callable itself must return a finite value for every validation set (if it
-raises or returns a non-finite value, the candidate's score is the lower bound,
-which the declared sensitivity then does not cover).
+prediction methods give a failing row a fixed fallback output, and on labels
+where each label outside the estimator's ``classes_`` is replaced by a class
+the view did not predict for that row (a row-by-row map, so neighbouring sets
+stay neighbours, and the row still counts as an error); the declared
+sensitivity must cover an arbitrary change of one row's prediction and label,
+and the callable itself must return a finite value for every validation set
+whose labels are within ``classes_`` (if it raises or returns a non-finite
+value, the candidate's score is the lower bound, which the declared sensitivity
+then does not cover).
 
 Predictions of one row are assumed to depend on that row only, as for every
 scikit-learn predictor (a predictor that looks across the rows of its input
