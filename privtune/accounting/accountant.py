@@ -35,12 +35,43 @@ The PLD bound is the tightest but costs tens of milliseconds per composition,
 so ``check`` first tries the cheap bounds and computes the PLD one (lazily and
 incrementally) only when they do not fit; ``spent`` always uses all three.
 
-Adaptivity. privtune fixes every noise parameter of a search before its first
-data access (the budget split is validated up front), the setting in which PLD
-and RDP composition are valid. The accountant is also a privacy *filter*: each
-``spend`` re-checks the running total, which for basic composition and RDP
-remains valid when later parameters depend on earlier outputs (Rogers et al.
-2016; Feldman & Zrnic 2021).
+Adaptivity. Each bound above is a composition theorem for a sequence of events
+(privacy curves) fixed before the first data access. *Which* data each
+mechanism reads may still be chosen from earlier outputs (which candidate a
+noisy observation scores): composing fixed privacy curves, or mechanisms each
+dominated by one, holds under adaptive choice of the mechanisms (Dong, Roth &
+Su 2019 for trade-off functions; Zhu, Dong & Wang 2022, Thm. 10 for dominating
+pairs, hence PLDs; Mironov 2017, Prop. 1 for RDP). privtune charges an
+accountant only in that setting:
+
+* every search fixes its events before it reads a row: its whole plan is
+  checked, and reserved (:meth:`reserve`), before the first access, from
+  public quantities only, and a resumed study replays the same plan;
+* a training plan charges copies of one fit event, fixed up front, that
+  dominates every candidate's fit;
+* the line-search trainers adapt their per-step budgets inside a Rényi or zCDP
+  filter of their own at one order fixed in advance (Feldman & Zrnic 2021,
+  Thm. 3.1) and charge its cap here, once, before the run;
+* a callback that stops ``noisy-ucb`` early shortens its plan without changing
+  any event: the run is covered by the plan checked up front (the stopped
+  run is post-processing of the plan's run with the remaining observations
+  made on a constant; the ledger records only what was charged).
+
+So within a search, :meth:`check` and :meth:`spend` compare a composition of
+events fixed in advance with the budget, and every bound, PLD included, is
+valid. The accountant is **not** a privacy *filter* for adaptively chosen
+privacy parameters (Rogers et al. 2016) -- a later event's parameters (an
+epsilon, a noise multiplier, whether to run it at all) chosen from earlier
+outputs, as when you share one accountant among several searches or fits and
+set each after seeing the results of the ones before. Filters are proven for
+basic composition (Rogers et al. 2016), for Rényi DP at one order fixed in
+advance (Feldman & Zrnic 2021) and for Gaussian mechanisms in Gaussian DP
+(Smith & Thakurta 2022), but not for PLD composition in general, nor for the
+smallest of several bounds, or of several Rényi orders chosen after the fact,
+which ``method="auto"`` and ``method="rdp"`` take. For such use,
+``Accountant(method="basic")`` (events with a fixed (epsilon, delta)) is a
+valid filter; otherwise decide the whole sequence first and :meth:`reserve` it
+before the first access.
 
 Floating point. Totals may exceed the budget by a relative ``1e-12`` (so that a
 split such as 0.1 + 0.2 of a budget of 0.3 is accepted); ``spent`` always
@@ -125,6 +156,14 @@ class Accountant:
     **Privacy.** The accountant itself spends nothing: it is the gate every
     data access must pass. Its totals are functions of public quantities only
     (event parameters), so they may be logged and reported.
+
+    **Adaptivity.** The totals compose a sequence of events fixed in advance
+    (the mechanisms may be chosen adaptively, their privacy parameters may not),
+    which is how every privtune search charges it. Used as a privacy filter --
+    later events' parameters chosen from earlier outputs, e.g. one accountant
+    shared by searches you set up one after another -- only
+    ``method="basic"`` is a proven filter here; PLD composition and the
+    minimum over bounds are not (see the module docstring).
 
     Examples
     --------
@@ -249,7 +288,13 @@ class Accountant:
     def check(self, event: PrivacyEvent) -> Budget:
         """Raise :class:`BudgetExceededError` if charging ``event`` would exceed the budget.
 
-        Nothing is recorded and nothing changes, whatever the outcome.
+        Nothing is recorded and nothing changes, whatever the outcome. The
+        total is the tightest valid bound (PLD included) on the ledger's events
+        followed by ``event``, valid when that sequence of events was fixed
+        before the first data access, as in every privtune search (which
+        reserves its whole plan up front). It is not a privacy-filter bound for
+        an ``event`` whose parameters were chosen from earlier outputs (use
+        ``method="basic"`` for that; see the module docstring).
 
         Parameters
         ----------

@@ -477,6 +477,20 @@ class SQLiteLedger(Ledger):
     ``(study, idx)``: if another process appended to the same study in between,
     the insert fails and :class:`~privtune.exceptions.LedgerError` is raised
     instead of silently interleaving two searches' charges.
+
+    Every read of the file is checked: damage on any page (the head's
+    included), an entry that no longer parses, an emptied (0-byte) file, and a
+    previous release's write-ahead-log file whose ``-wal`` is detectably lost
+    raise :class:`~privtune.exceptions.LedgerError` naming the file, and nothing
+    is spent; a previous release's file that is whole is converted on open
+    (:func:`durable_connection`). A deleted file, or a whole older copy put in
+    its place, cannot be detected: it reads as a ledger that stopped earlier.
+
+    Raises
+    ------
+    LedgerError
+        From the constructor, if the file cannot be opened or read, or fails a
+        check above; from :meth:`append`, if the charge cannot be recorded.
     """
 
     def __init__(self, path: str | os.PathLike[str], *, study: str = "default") -> None:

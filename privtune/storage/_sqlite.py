@@ -33,11 +33,31 @@ gone) and taken over.
 Durability. Every write is a committed transaction in rollback-journal mode with
 ``synchronous=EXTRA`` (the journal's deletion, which commits, is synced too):
 when a charge returns it is in the main ``.sqlite`` file, so a crash, a power
-loss, a copy of that file alone, or a lost side file (``-journal``, or the
-``-wal`` of a study written by an older privtune, which is checkpointed and
-converted on open) cannot lose it. Consistency is checked when a study is
-opened for writing, before anything is spent, and a study that fails a check is
-refused with :class:`~privtune.exceptions.LedgerError` instead of resumed:
+loss, a copy of that file alone, or a lost ``-journal`` cannot lose it. A new
+file is made aside with its first page written and linked into place, so a
+study file is never empty.
+
+Damage. Every read and write of the file is checked: a page SQLite cannot read
+(a malformed disk image), a value that no longer parses, or a file another
+process holds raises :class:`~privtune.exceptions.LedgerError` naming the file
+and what to do (the command line exits with status 2), and nothing more is read
+or spent. A study file of 0 bytes is refused as damage: privtune never leaves
+one empty, and opening it would start a new study that spends again.
+
+Files of the previous release. privtune before 2026-11-24 wrote study files in
+write-ahead-log mode, where a killed run leaves its latest writes -- often all
+of them -- in the ``-wal`` side file, and had no heads. Such a file is
+converted on open: SQLite replays its ``-wal``, the switch to rollback-journal
+mode checkpoints it into the main file, and the heads below are written from
+what the file holds (``updated`` is set to ``created``). One whose ``-wal`` is
+detectably lost is refused (nothing written): a ``-shm`` without its ``-wal``
+(an unclean stop), or a main file without the ledger's table (everything was in
+the log). Converting needs no other process to hold the file open. What such a
+file lost before its conversion (it had no heads to check) cannot be detected.
+
+Consistency is checked when a study is opened for writing, before anything is
+spent, and a study that fails a check is refused with
+:class:`~privtune.exceptions.LedgerError` instead of resumed:
 
 * the ledger's rows must reproduce its head (length and hash chain, written with
   every charge): rows deleted or edited are detected;
@@ -49,14 +69,17 @@ refused with :class:`~privtune.exceptions.LedgerError` instead of resumed:
 A ledger or journal whose head row is missing while it holds entries is refused
 too (the head is written in the same transaction as every entry).
 
-What cannot be detected: a *whole, consistent* older copy of the file (a backup
-restored after more was spent) is indistinguishable from a study that simply
-stopped there. Restoring a backup of a study that went on spending can spend
-the budget again; keep the study file where the search writes it. The checks
-catch damage and partial losses, not deliberate edits: the hash chain has no
-key, so whoever can write the file can rewrite rows and heads consistently
-(and journal values are not chained). Protect the file like the budget it
-records.
+What cannot be detected: a **deleted** study file (the next run creates a new
+one and spends the budget again), and a *whole, consistent* **older copy** of
+the file (a backup restored after more was spent), which is indistinguishable
+from a study that simply stopped there, so resuming it spends again what was
+spent after the copy. Likewise a previous release's file whose ``-wal`` was lost
+after its tables had been checkpointed into the main file (a clean close leaves
+the same file). Keep the study file where the search writes it, and do not
+replace it. The checks catch damage and partial losses, not deliberate edits:
+the hash chain has no key, so whoever can write the file can rewrite rows and
+heads consistently (and journal values are not chained). Protect the file like
+the budget it records.
 
 Nothing private is stored: no raw score, no statistic of sensitive rows, and no
 hash of the data (a hash of sensitive data would allow membership tests).
