@@ -154,9 +154,28 @@ def test_an_emptied_study_file_is_refused_not_started_again(study_file, tmp_path
     assert sorted(os.listdir(tmp_path)) == ["empty.sqlite"]
 
 
-def test_a_new_study_file_is_never_seen_empty(tmp_path):
-    """A new file appears at its path with its first page written (made aside, then linked): a second process
-    opening the same new path at the same moment finds a database, never a 0-byte file it would refuse."""
+def test_sqlite_never_opens_a_new_study_file_empty(tmp_path, monkeypatch):
+    """A new file appears at its path with its first page written (made aside, then linked). Before, SQLite created
+    it empty and wrote its first page only with the first table: another process opening the same new path in
+    between would find a 0-byte file, which is now refused as damage."""
+    path = str(tmp_path / "new.sqlite")
+    real = sqlite3.connect
+    sizes = []
+
+    def connect(database, *args, **kwargs):
+        conn = real(database, *args, **kwargs)
+        if os.fspath(database) == path:
+            sizes.append(os.path.getsize(path))  # what a concurrent opener would find now
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    StudyStorage(path).close()
+    SQLiteLedger(path, study="s").close()
+    assert sizes and min(sizes) > 0
+
+
+def test_concurrent_openers_of_a_new_study_file_all_succeed(tmp_path):
+    """Eight threads open the same new path at once: none finds an empty file (or is refused)."""
     path = str(tmp_path / "new.sqlite")
     errors = []
     start = threading.Barrier(8)
