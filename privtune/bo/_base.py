@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -93,6 +94,46 @@ class ReleaseMethod:
                 callback: Callback | None) -> Release:
         raise NotImplementedError
 
+    def _release_mechanisms(self, candidates: CandidateSet) -> list[tuple[str, Any, float]]:
+        """The additive noise mechanisms ``_search`` will build, from public inputs only (to override).
+
+        Each entry is ``(what, mechanism, reach)``: the mechanism as ``_search``
+        builds it (its exponential mechanisms are built too, and need no entry),
+        and the largest magnitude of the value it randomises (``half_range`` for
+        a score centred on the midpoint, 1 for a GP-unit value).
+        """
+        return []
+
+    def check_release(self, candidates: CandidateSet) -> None:
+        """Refuse, before any charge, a configuration whose releases cannot be drawn or would saturate (public).
+
+        Every additive release is drawn on an exact noise grid
+        (:mod:`privtune.mechanisms._grid`). At a tiny per-release epsilon no
+        grid is fine enough (a Laplace needs about ``epsilon >= 2e-15``, a
+        Gaussian a noise multiplier below about ``5e5``): building the mechanism
+        after the charge failed, its budget lost. At a huge one the grid is so
+        fine that ``2**51`` steps no longer cover the values it randomises: the
+        release is clipped to that range (private, but pinned near the centre
+        of the score range, whatever the score). Both are functions of the
+        public configuration, so they are refused here, before anything is
+        charged or evaluated.
+
+        Raises
+        ------
+        InvalidParameterError
+            Naming the release and what to change.
+        """
+        for what, mech, reach in self._release_mechanisms(candidates):
+            g = mech.grid_spacing()  # raises InvalidParameterError when no exact grid exists
+            if not (MAX_GRID_INDEX - 1.0) * g >= reach:
+                raise InvalidParameterError(
+                    f"{type(self).__name__}: the noise of the {what} is so small (scale "
+                    f"{getattr(mech, 'scale', getattr(mech, 'sigma', math.nan)):.3g}) that its "
+                    f"exact grid (spacing {g:.3g}, at most 2**51 steps) cannot hold the values it randomises (up to "
+                    f"{reach:.3g}): the release would be pinned near the centre of the score range whatever the "
+                    "score. A grid step is about a thousandth of the sensitivity, and smaller still at a large "
+                    "epsilon: declare a larger score sensitivity, or lower epsilon.")
+
     # -- the protocol --------------------------------------------------------------
     def run(
         self,
@@ -174,6 +215,7 @@ class ReleaseMethod:
         stored = journal.get("release")
         if stored is not None:  # a completed study: return its release, spend and evaluate nothing
             return Release.from_dict(stored)
+        self.check_release(candidates)  # public: refused before any charge or evaluation
         self._journal = journal
         try:
             release = self._search(f, candidates, accountant, source, tuple(public_observations), callback)

@@ -149,6 +149,13 @@ class GPUCB(GPMethod):
                 "selection_em_weight_per_score_unit": sel.epsilon / (2 * c["selection"]["em_sensitivity"]
                                                                      * self.half_range)}
 
+    def _release_mechanisms(self, candidates: CandidateSet) -> list[tuple[str, Any, float]]:
+        consts = self.constants(candidates)
+        sel, sc = self.budgets
+        Exponential(epsilon=sel.epsilon, sensitivity=consts["selection"]["em_sensitivity"], random_state=0)
+        lap = Laplace(epsilon=sc.epsilon, sensitivity=consts["score"]["laplace_scale"] * sc.epsilon, random_state=0)
+        return [("score release", lap, 1.0)]  # max_t v_t in GP units, in [-1, 1]
+
     def plan(self, candidates: CandidateSet) -> list[tuple[PrivacyEvent, str]]:
         sel, sc = self.budgets
         return [

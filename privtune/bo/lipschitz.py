@@ -179,6 +179,14 @@ class LipschitzRelease(GPMethod):
         """``n_iter`` BO evaluations plus, with ``select``, every candidate (an upper bound)."""
         return self.n_iter + (len(candidates) if self.select else 0)
 
+    def _release_mechanisms(self, candidates: CandidateSet) -> list[tuple[str, Any, float]]:
+        consts = self.constants()
+        eps_sel, eps_sc = self._budgets()
+        if self.select:
+            Exponential(epsilon=eps_sel, sensitivity=consts["per_lambda_sensitivity"], random_state=0)
+        return [("score release", Laplace(epsilon=eps_sc, sensitivity=consts["sensitivity"], random_state=0),
+                 self.half_range)]
+
     def plan(self, candidates: CandidateSet) -> list[tuple[PrivacyEvent, str]]:
         eps_sel, eps_sc = self._budgets()
         out = []

@@ -108,6 +108,11 @@ class NoisyUCB(GPMethod):
         return {"observation_noise_std": obs * self.score_sensitivity * h,
                 "score_noise_std": final * self.score_sensitivity * h}
 
+    def _release_mechanisms(self, candidates: CandidateSet) -> list[tuple[str, Any, float]]:
+        nm_obs, nm_final = self.noise_multipliers()
+        return [(what, Gaussian.from_noise_multiplier(nm, sensitivity=self.score_sensitivity, random_state=0),
+                 self.half_range) for what, nm in (("observations", nm_obs), ("score release", nm_final))]
+
     def max_evaluations(self, candidates: CandidateSet) -> int:
         """``n_iter`` observations and at most one more for the final fresh release."""
         return self.n_iter + 1

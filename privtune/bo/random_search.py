@@ -221,6 +221,16 @@ class RandomSearch(ReleaseMethod):
         lap = self.score_sensitivity / self.score_epsilon() * h
         return {"score_laplace_scale": lap, "score_noise_std": math.sqrt(2) * lap}
 
+    def _release_mechanisms(self, candidates: CandidateSet) -> list[tuple[str, Any, float]]:
+        if self.selection == "exponential":
+            eps_sel, eps_sc = (e.epsilon for e, _ in self.plan(candidates))
+            Exponential(epsilon=eps_sel, sensitivity=self.score_sensitivity, random_state=0)
+            return [("score release", Laplace(epsilon=eps_sc, sensitivity=self.score_sensitivity, random_state=0),
+                     self.half_range)]
+        return [("noisy score of each run",
+                 Laplace(epsilon=self.score_epsilon(), sensitivity=self.score_sensitivity, random_state=0),
+                 self.half_range)]
+
     def max_evaluations(self, candidates: CandidateSet) -> int | None:
         """``min(n_iter, |Lambda|)``; ``None`` with random stopping (K is secret, covered by its event)."""
         return min(self.n_iter, len(candidates)) if self.selection == "exponential" else None

@@ -18,7 +18,7 @@ import numpy as np
 
 from privtune.accounting import Accountant, Budget, ComposedEvent, SelfComposedEvent
 from privtune.accounting._composition import has_rdp_curve
-from privtune.exceptions import InvalidParameterError
+from privtune.exceptions import BudgetExceededError, InvalidParameterError
 from privtune.model_selection._inputs import _as_labels, _as_space, _as_table, _max_distinct_candidates, _same_length
 from privtune.model_selection._scoring import BoundedScorer, make_bounded_scorer
 from privtune.model_selection._seeding import explicit_random_states
@@ -222,6 +222,7 @@ class _SearchConfigMixin:
         sensitivity = scorer.sensitivity(m, n_cls) / (k or 1)
         budget, train_budget = self._role_budgets(cfg)
         method = self._make_method(cfg, scorer, m, sensitivity, budget)
+        self._check_epsilon_domain(cfg, scorer, m, sensitivity, candidates)
         plan = method.plan(candidates)
         phases: dict[str, list[Any]] = {}
         for ev, ph in plan:
@@ -248,6 +249,95 @@ class _SearchConfigMixin:
                 "n_candidates_exact": bool(isinstance(self.random_state, (int, np.integer)) or not any(
                     isinstance(d, (Integer, Categorical)) for d in cfg["space"].dimensions))}
 
+    def _method_label(self, cfg: dict[str, Any]) -> str:
+        """``method='<asked>'``, with what ``"auto"`` resolved to (for messages; public)."""
+        if self.method == "auto":
+            return f"method='auto' (resolved to {cfg['method']!r})"
+        return f"method={cfg['method']!r}"
+
+    def _release_refusal(self, cfg: dict[str, Any], scorer: BoundedScorer, m: int, sensitivity: float,
+                         candidates: Any, epsilon: float) -> Exception | None:
+        """Why the validation role's releases cannot run at ``epsilon`` (None when they can); public, spends nothing.
+
+        Builds the method at that epsilon, checks its whole plan against the role's budget (the accountant's own
+        arithmetic included) and builds every release mechanism (:meth:`~privtune.bo.ReleaseMethod.check_release`).
+        """
+        trial = dict(cfg, epsilon=float(epsilon))
+        try:
+            budget = self._role_budgets(trial)[0]
+            method = self._make_method(trial, scorer, m, sensitivity, budget)
+            Accountant(budget).check(ComposedEvent(events=tuple(ev for ev, _ in method.plan(candidates))))
+            method.check_release(candidates)
+        except (InvalidParameterError, BudgetExceededError, ArithmeticError) as exc:
+            return exc
+        return None
+
+    def _check_epsilon_domain(self, cfg: dict[str, Any], scorer: BoundedScorer, m: int, sensitivity: float,
+                              candidates: Any) -> None:
+        """Refuse an ``epsilon`` the method cannot release at, naming the range this configuration accepts.
+
+        Public quantities only, before any charge or evaluation. Outside a range
+        that depends on the method and the configuration, a release cannot run
+        or says nothing: at a tiny epsilon no exact noise grid is fine enough (a
+        Laplace release needs about 2e-15 per release), so the noise could not
+        be drawn after the plan was charged; at a huge one the accountant's
+        arithmetic overflows (Laplace and exponential events are squared above
+        about 1e154), ``noisy-ucb``'s calibration no longer fits its own plan
+        (from about 1e8), or the grid is so fine that the release saturates
+        (pinned near the midpoint of the score range). The accepted range is
+        found by bisection on the same checks; both ends it states are
+        accepted.
+
+        Raises
+        ------
+        InvalidParameterError
+            With the accepted range; or the configuration's own refusal when no
+            power of ten from 1e-300 to 1e300 is accepted (then epsilon is not
+            the cause).
+        """
+        eps = cfg["epsilon"]
+        exc = self._release_refusal(cfg, scorer, m, sensitivity, candidates, eps)
+        if exc is None:
+            return
+
+        def refused(e: float) -> bool:
+            return self._release_refusal(cfg, scorer, m, sensitivity, candidates, e) is not None
+
+        # an accepted epsilon to bisect from: 1, else the nearest power of ten (by its exponent) that is accepted
+        anchors = [10.0 ** k for j in range(0, 301, 4) for k in ((j, -j) if j else (0,))]
+        anchor = next((a for a in anchors if not refused(a)), None)
+        if anchor is None:  # no epsilon fits this configuration: epsilon is not the cause
+            if isinstance(exc, ArithmeticError):  # never a bare arithmetic error
+                raise InvalidParameterError(
+                    f"The 'epsilon' parameter of PrivateSearchCV ({eps!r}) cannot be accounted for with "
+                    f"{self._method_label(cfg)}: the privacy accountant's arithmetic overflows. Nothing was read "
+                    "or spent.") from None
+            raise exc
+
+        def edge(good: float, bad: float) -> float:  # geometric bisection; returns an accepted value
+            if not refused(bad):
+                return bad
+            for _ in range(40):
+                if abs(math.log(bad) - math.log(good)) < 1e-3:
+                    break
+                mid = math.sqrt(good) * math.sqrt(bad)
+                good, bad = (mid, bad) if not refused(mid) else (good, mid)
+            return good
+
+        def shown(x: float, up: bool) -> float:  # three significant digits, rounded inwards, if still accepted
+            q = 10.0 ** (math.floor(math.log10(x)) - 2)
+            r = float(f"{(math.ceil(x / q) if up else math.floor(x / q)) * q:.3g}")
+            return r if math.isfinite(r) and r > 0 and not refused(r) else x
+
+        lo = shown(edge(anchor, eps if eps < anchor else 1e-300), up=True)
+        hi = shown(edge(anchor, eps if eps > anchor else 1e300), up=False)
+        reason = ("the privacy accountant's arithmetic overflows at this epsilon" if isinstance(exc, ArithmeticError)
+                  else str(exc))
+        raise InvalidParameterError(
+            f"{self._method_label(cfg)} accepts epsilon in [{lo:.3g}, {hi:.3g}] with this configuration; the 'epsilon' "
+            f"parameter of PrivateSearchCV is {eps!r}. ({reason}) Set epsilon inside that range; nothing was read or "
+            "spent.") from None
+
     def _check_random_coverage(self, cfg: dict[str, Any], n_grid: int, n_built: int | None = None) -> None:
         """``method="random"`` scores n_iter *distinct* candidates: refuse a plan the candidate set cannot hold.
 
@@ -261,7 +351,8 @@ class _SearchConfigMixin:
             bound = min(bound, n_built)
         if cfg["n_iter"] > bound:
             raise InvalidParameterError(
-                f"method='random' scores n_iter={cfg['n_iter']} distinct candidates, but the candidate set holds "
+                f"{self._method_label(cfg)} scores n_iter={cfg['n_iter']} distinct candidates, but the candidate "
+                "set holds "
                 f"at most {int(bound)} (n_candidates={cfg['n_candidates']}"
                 + (f" and a candidate_grid of {n_grid}" if n_grid else "")
                 + f", de-duplicated over the search space). Lower n_iter to at most {int(bound)}, or enlarge "

@@ -22,7 +22,8 @@ __all__ = ["screen_on_public_rows"]
 
 
 def screen_on_public_rows(estimator: Any, method: Any, scorer: Any, candidates: Any, X_tr: Any, y_tr: Any,
-                          seeds: list[int], fit_params: Mapping[str, Any], *, n_jobs: int | None = None) -> Any:
+                          seeds: list[int], fit_params: Mapping[str, Any], *, n_jobs: int | None = None,
+                          label: str = "method='prescreen'") -> Any:
     """The candidate set the private selection runs over, from public training rows only.
 
     A data-independent random subset of ``screened`` candidates is scored by
@@ -50,6 +51,9 @@ def screen_on_public_rows(estimator: Any, method: Any, scorer: Any, candidates: 
         Passed to every ``fit``.
     n_jobs : int or None
         joblib workers for the screening fits.
+    label : str, default="method='prescreen'"
+        How messages name the method the user asked for (``method='auto'
+        (resolved to 'prescreen')``).
 
     Returns
     -------
@@ -73,7 +77,7 @@ def screen_on_public_rows(estimator: Any, method: Any, scorer: Any, candidates: 
     n_rows = int(X_tr.shape[0])
     if n_rows < method.screen_cv:
         raise InvalidParameterError(
-            f"method='prescreen' scores candidates by {method.screen_cv}-fold cross-validation on the public "
+            f"{label} scores candidates by {method.screen_cv}-fold cross-validation on the public "
             f"training rows, which needs at least {method.screen_cv} of them; got {n_rows}. Lower "
             "method_params['screen_cv'], pass more training rows, or use method='random'. Nothing was spent.")
     n_screen, n_keep = method.sizes(len(candidates))

@@ -512,10 +512,11 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=self.candidate_grid,
                                        random_state=np.random.default_rng(seeds[1]))
             self._check_random_coverage(cfg, len(self.candidate_grid or ()), len(candidates))
+            self._check_epsilon_domain(cfg, scorer, m, self.score_sensitivity_, candidates)  # before any charge
             if cfg["method"] == "prescreen":  # public training rows only: free, and reproducible from the seeds
                 self._warn_low_utility(method, candidates, scorer)  # before the screening's first fit
                 candidates = screen_on_public_rows(self.estimator, method, scorer, candidates, X_tr, y_tr, seeds,
-                                                  fit_params, n_jobs=self.n_jobs)
+                                                  fit_params, n_jobs=self.n_jobs, label=self._method_label(cfg))
             if study is not None:
                 journal = study.journal()
                 accountant = Accountant(budget, ledger=study.ledger)
