@@ -254,7 +254,8 @@ def _refuse_unusable_file(path: str) -> bool:
       :func:`_create`), so an empty one was emptied, and SQLite would open it
       as a new, empty database -- a study that starts over and spends again.
     * A file in write-ahead-log mode (bytes 18 and 19 of its header are 2),
-      which only privtune before 2026-11-24 wrote, without its ``-wal``: that
+      which only privtune before 2026-11-24 wrote, without its ``-wal`` (or
+      with an empty one, which holds nothing to replay): that
       release closed its files cleanly by checkpointing the log into the main
       file and deleting ``-wal`` and ``-shm``, and a killed run left both next
       to a main file holding only what was last checkpointed (often nothing:
@@ -293,9 +294,13 @@ def _refuse_unusable_file(path: str) -> bool:
     if len(header) < 100 or header[:16] != _SQLITE_MAGIC or 2 not in (header[18], header[19]):
         return True  # not a database (SQLite says so), or in rollback-journal mode
     wal, shm = path + "-wal", path + "-shm"
-    if os.path.exists(wal):
+    try:
+        wal_size: int | None = os.path.getsize(wal)
+    except OSError:
+        wal_size = None
+    if wal_size:
         return True  # SQLite replays the log on open; the switch to rollback-journal mode checkpoints it
-    if os.path.exists(shm):
+    if wal_size is None and os.path.exists(shm):
         why = (f"its {os.path.basename(shm)} is there but its {os.path.basename(wal)} is not: the privtune that "
                "wrote it stopped without closing it, and the log it left, which held its latest writes, is gone")
     else:
@@ -306,8 +311,8 @@ def _refuse_unusable_file(path: str) -> bool:
         if "privtune_ledger" in tables:
             return True
         why = (f"its main file holds no ledger table, so everything it recorded was in its {os.path.basename(wal)}, "
-               "which is missing (the file was copied, or its side files deleted, while a search had it open or "
-               "after one was killed)")
+               f"which is {'missing' if wal_size is None else 'empty'} (the file was copied, or its side files "
+               "deleted or emptied, while a search had it open or after one was killed)")
     raise LedgerError(
         f"The study file {path!r} was written by an older privtune in write-ahead-log mode, and {why}. Opening it "
         "now would lose the charges that were recorded there, and resuming would spend them again, so it is "

@@ -203,12 +203,16 @@ def test_a_converted_legacy_file_still_detects_lost_charges(tmp_path, interrupte
         _fit(path)
 
 
-@pytest.mark.parametrize("keep_shm", [True, False], ids=["shm-kept", "both-side-files-lost"])
-def test_a_legacy_study_whose_wal_is_lost_is_refused_not_started_again(tmp_path, interrupted_rows, keep_shm):
+@pytest.mark.parametrize("keep_shm,empty_wal", [(True, False), (False, False), (True, True)],
+                         ids=["shm-kept", "both-side-files-lost", "wal-emptied"])
+def test_a_legacy_study_whose_wal_is_lost_is_refused_not_started_again(tmp_path, interrupted_rows, keep_shm,
+                                                                       empty_wal):
     """Its charges were in the -wal only: the main file alone opened as an empty file, a new study that spent its
     budget again."""
     path = write_legacy(tmp_path, interrupted_rows, crashed=True)
     os.remove(path + "-wal")
+    if empty_wal:
+        open(path + "-wal", "wb").close()
     if not keep_shm:
         os.remove(path + "-shm")
     with open(path, "rb") as fh:
@@ -219,7 +223,8 @@ def test_a_legacy_study_whose_wal_is_lost_is_refused_not_started_again(tmp_path,
         assert "older privtune" in str(info.value) and "new study" in str(info.value)
     with open(path, "rb") as fh:
         assert fh.read() == before  # nothing written: no new study, no charge
-    assert sorted(os.listdir(tmp_path)) == sorted(["study.sqlite"] + (["study.sqlite-shm"] if keep_shm else []))
+    left = ["study.sqlite"] + (["study.sqlite-shm"] if keep_shm else []) + (["study.sqlite-wal"] if empty_wal else [])
+    assert sorted(os.listdir(tmp_path)) == sorted(left)
 
 
 def test_a_legacy_ledger_file_is_converted(tmp_path):
