@@ -251,8 +251,10 @@ def _refuse_unusable_file(path: str) -> bool:
 
     * A file of 0 bytes: every study file privtune writes holds at least its
       first page (a new one is made aside and linked into place,
-      :func:`_create`), so an empty one was emptied, and SQLite would open it
-      as a new, empty database -- a study that starts over and spends again.
+      :func:`_create`), so an empty one was emptied (or an older privtune was
+      killed while creating it, before anything was spent), and SQLite would
+      open it as a new, empty database -- a study that starts over and spends
+      again.
     * A file in write-ahead-log mode (bytes 18 and 19 of its header are 2),
       which only privtune before 2026-11-24 wrote, without its ``-wal`` (or
       with an empty one, which holds nothing to replay): that
@@ -281,10 +283,10 @@ def _refuse_unusable_file(path: str) -> bool:
         return True
     if st.st_size == 0:
         raise LedgerError(
-            f"The study file {path!r} is empty (0 bytes): privtune never leaves a study file empty, so it was "
-            "emptied (truncated, or overwritten by an empty file). Opening it would start a new study and spend the "
-            "budget again, so it is refused; nothing was read, written or spent. Restore the original file; if no "
-            "study ever ran in it, delete it; otherwise start a new study in a new file and count what the lost "
+            f"The study file {path!r} is empty (0 bytes): it was emptied (truncated, or overwritten by an empty "
+            "file), or an older privtune was killed while creating it. Opening it would start a new study and spend "
+            "the budget again, so it is refused; nothing was read, written or spent. Restore the original file; if "
+            "no study ever ran in it, delete it; otherwise start a new study in a new file and count what the lost "
             "one spent.")
     try:
         with open(path, "rb") as fh:
