@@ -33,6 +33,35 @@ about 3 % too little noise with an uneven split).
 declared affine map; v* is the maximum of the clipped scores. (4) Public tasks
 (k1 (x) k2 with more tasks) may warm-start the posterior; they are independent
 of the private validation set, so Thm. 1's argument is unchanged.
+
+What the conditional guarantee is about, and where its model breaks. The
+theorems (through Srinivas et al.'s Lemma 5.1) are proved for observations
+v_t = f(lambda_t) + alpha_t, with f one draw of the declared prior (GP units:
+mean at the midpoint of the score bounds, standard deviation half their range)
+and alpha_t i.i.d. N(0, sigma^2), the posterior being the exact one; delta is a
+probability over that draw. This loop observes whatever the objective returns,
+clipped to the declared bounds, and adds no noise of its own. Under
+``PrivateSearchCV`` f(lambda) is the score of the first fit at lambda (a
+candidate visited again is fitted again but keeps its first score), so f is one
+fixed function even when each fit draws fresh DP noise. Two departures from the
+model remain, and the theorems are not proven for a run where they bite:
+
+* clipping: a draw of the prior leaves the declared bounds with probability
+  2 Phi(-1) ~ 0.32 at each lambda; the loop then observes the bound, not
+  f(lambda) + alpha_t (and a bounded score function is no GP draw at all);
+* no observation noise: with f fixed the observations are exact, while the
+  posterior assumes noise of variance sigma^2 > 0; Lemma 5.1 does not cover a
+  posterior computed with sigma > 0 from exact observations along an adaptive
+  path, and privtune has no proof that its bound (hence delta) carries over.
+  Alg. 2 (:class:`~privtune.bo.GPUCBExact`) is Kusner et al.'s algorithm for
+  noise-free observations; it shares the first point.
+
+The (epsilon, delta) of this method *is* that theorem, so it is a claim under
+the model (hence "conditional"), which privtune cannot check without reading
+the private scores; the utility bounds (Thms. 2, 4) rest on the same model.
+The unconditional methods do not depend on the GP being right: ``noisy-ucb``'s
+GP only post-processes Gaussian releases, ``lipschitz``'s only picks which
+lambda to visit.
 """
 
 from __future__ import annotations
@@ -91,7 +120,11 @@ class GPUCB(GPMethod):
     (phases ``"selection"`` and ``"score_release"``, role ``"validation"``),
     before the first evaluation. Relation: replace-one (Kusner Def. 1: one
     validation record swapped); the validation size, the candidate set, the
-    kernel, sigma and the score bounds are public.
+    kernel, sigma and the score bounds are public. The guarantee is the paper's
+    theorem for observations f(lambda_t) + N(0, sigma^2) of an unbounded prior
+    draw f; the loop observes scores clipped to the declared bounds, without
+    added noise, so it is not proven where a draw leaves the bounds or for
+    exact scores (see the module docstring).
 
     References
     ----------

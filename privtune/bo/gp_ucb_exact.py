@@ -13,6 +13,15 @@ exponential-regret bound of de Freitas, Smola & Zoghi (2012) holding with the
 *declared* constants A and tau (the paper gives no values; they must come from
 the user's knowledge of f, never from the private scores).
 
+What f is. The loop observes the objective's values clipped to the declared
+bounds, with no noise (as Alg. 2 assumes). Under ``PrivateSearchCV``, f(lambda)
+is the score of the first fit at lambda (a candidate visited again is fitted
+again but keeps its first score), so f is one fixed function even when fits
+draw fresh DP noise. The prior's draw is unbounded (standard deviation half the
+score range): where it leaves the declared bounds (probability 2 Phi(-1) ~ 0.32
+at each lambda) the loop observes the bound instead, outside the model the
+theorems are proved for; see :mod:`privtune.bo.gp_ucb` and docs/methods.md.
+
 Departure from the paper. de Freitas et al.'s method is GP-UCB with a
 branch-and-bound shrinking of the search region; privtune runs plain GP-UCB over
 the finite candidate set. The sensitivity bound of Thm. 5 is a statement about

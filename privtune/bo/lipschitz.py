@@ -39,12 +39,17 @@ validation row (g L-Lipschitz in w there): a declaration about the data that
 privtune does not enforce. Rows outside that domain make the score of one data
 set jump between two lambdas, and then a single replaced row that changes which
 lambdas the raw-score loop visits moves f_BO by that jump (measured: 13.8
-times the sensitivity). Not fixed here: the declaration must hold for every
-possible row, which the user can make true inside the estimator (a step that
-scales each row to norm <= 1, such as scikit-learn's ``Normalizer``, before a
-linear model with a margin loss); a row on which the estimator fails scores
-the same at every lambda (the worst value, or the isolating view's fixed
-fallback), which keeps the path term valid.
+times the sensitivity). This is an **open problem**: privtune has no bound on
+f_BO's sensitivity when the declared L fails on some row, and does not claim
+one. The declaration must hold for every possible row, which the user can make
+true inside the estimator (a step that scales each row to norm <= 1, such as
+scikit-learn's ``Normalizer``, before a linear model with a margin loss); a row
+on which the estimator fails scores the same at every lambda (the worst value,
+or the isolating view's fixed fallback), which keeps the path term valid.
+
+The GP-UCB loop behind f_BO only chooses which lambda to visit (any
+acquisition keeps the guarantee), so clipped scores that no GP draw produces
+cost utility only.
 """
 
 from __future__ import annotations
@@ -111,7 +116,8 @@ class LipschitzRelease(GPMethod):
     paper's ``min(g*/m, L/(m lambda_min))``: see
     :func:`privtune.bo.constants.lipschitz_constants`); the path term needs the
     declared ``lipschitz`` to hold on every validation row, which privtune does
-    not enforce.
+    not enforce (an open problem: rows outside that domain moved f_BO by 13.8
+    times the sensitivity, and no bound is claimed for them).
     """
 
     name = "lipschitz"

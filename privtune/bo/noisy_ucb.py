@@ -21,6 +21,13 @@ evaluation, so a search stopped early by a callback is charged only for what ran
 Unlike Alg. 1, the noise on each observation shrinks as the validation set
 grows (the sensitivity is 1/m), which is why this method is the one to use when
 the validation set is large.
+
+The GP here is only a model for choosing the next candidate and lambda~: each
+observation is the score clipped to the declared bounds plus the mechanism's
+Gaussian noise, so the GP's Gaussian noise is real, but the clipped, bounded
+score is no draw of the prior (which leaves the bounds with probability
+2 Phi(-1) ~ 0.32 at each lambda). A wrong model costs utility only: the privacy
+of every release is the Gaussian mechanism's, whatever the GP.
 """
 
 from __future__ import annotations

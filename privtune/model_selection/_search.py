@@ -124,7 +124,16 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         unconditional guarantee, and they had the lowest median and
         90th-percentile regret in ``benchmarks/privacy_utility.py``
         (docs/methods.md gives the figures and the range where they hold).
-        The resolved name is ``method_``. Along the raw-score paths
+        The resolved name is ``method_``. ``"lipschitz"`` (Kusner et al.'s
+        Alg. 3, public training rows only) is unconditional only under your
+        declarations (convex L2-regularised 1-Lipschitz training loss, an
+        L-Lipschitz validation loss bounded by ``loss_bound``, lambda in
+        ``lambda_bounds``); its path term also needs L to hold on *every
+        possible* validation row, which privtune cannot enforce inside your
+        estimator: rows outside that domain moved the released score by 13.8
+        times its sensitivity, an open problem for which no bound is claimed
+        (make L hold inside the estimator, e.g. a ``Normalizer`` step before a
+        linear model with a margin loss). Along the raw-score paths
         (``gp-ucb``, ``gp-ucb-exact``, ``lipschitz``) a candidate visited
         again is fitted again (every fit is paid for, and their number must not
         show the path) but keeps the score of its first fit, so the loop
@@ -284,6 +293,13 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         ``"validation"``, ``"training"`` and ``"overall"`` (the maximum over the
         disjoint roles: parallel composition).
     guarantee_ : {"unconditional", "conditional"}
+        ``"conditional"`` for ``gp-ucb`` and ``gp-ucb-exact``: Kusner et al.'s
+        theorem under the declared GP prior, for f(lambda) the score of the
+        first fit at lambda clipped to the score bounds; it assumes an
+        unbounded prior draw observed with the declared Gaussian noise (none
+        for ``gp-ucb-exact``), so it is not proven where a draw leaves the
+        bounds or, for ``gp-ucb``, for exact scores (the report's
+        ``guarantee["statement"]``, docs/methods.md).
     method_ : str
         The release method that ran (``method="auto"`` resolved).
     ledger_ : tuple of LedgerEntry

@@ -103,3 +103,14 @@ def test_public_training_rows_observe_one_fixed_f_too(monkeypatch):
     assert any(len(v) > 1 for v in told.values())
     for values in told.values():
         assert values == [values[0]] * len(values)
+
+
+def test_the_conditional_guarantee_says_what_f_is_and_where_its_model_breaks():
+    X_tr, y_tr, X_v, y_v = _data()
+    s = PrivateSearchCV(NoisyFitDP(), {"c": Categorical([1.0, -1.0])}, method="gp-ucb", sensitive="validation",
+                        epsilon=1.0, delta=1e-6, n_iter=3, n_candidates=2,
+                        random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    statement = s.report_.to_dict()["guarantee"]["statement"]
+    assert "score of the first fit at λ clipped to the declared score bounds" in statement
+    assert "not proven" in statement and "exact scores" in statement
+    assert "score of the first fit at λ" in s.report_.to_markdown()
