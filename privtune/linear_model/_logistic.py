@@ -30,8 +30,11 @@ from privtune.optim._losses import (
     _FLOAT32_SHRINK,
     MULTICLASS_HINGE,
     MULTINOMIAL,
+    ClippedRows,
+    check_storage,
     clip_rows,
     compact_rows,
+    get_loss,
     zero_non_finite,
 )
 from privtune.optim._schedules import HORIZONS, SOLVERS
@@ -233,6 +236,14 @@ class _DPMarginClassifier(_LinearClassifier):
                      n_classes: int | None = None) -> tuple[int, float, float]:
         """Build the solver's whole plan from public quantities, before the charge; return ``(width, R1, R2)``.
 
+        (:meth:`_planned_storage` also returns the rows' storage dtype.)
+        """
+        return self._planned_storage(n, d, params, owner, n_classes)[:3]
+
+    def _planned_storage(self, n: int, d: int, params: dict[str, Any], owner: str,
+                         n_classes: int | None = None) -> tuple[int, float, float, Any]:
+        """:meth:`_public_plan`, returning ``(width, R1, R2, dtype)``: the plan and how the rows are stored.
+
         ``fit`` used to charge first and plan inside the solver, so a public
         misconfiguration that no exact noise grid or float can hold (``epsilon``
         of 1e-30, ``intercept_scaling`` of 1e200, a ``C`` so small that the step
@@ -241,6 +252,11 @@ class _DPMarginClassifier(_LinearClassifier):
         built here first, so such a fit is refused with nothing spent. The
         plan's noise draws nothing (a fixed seed is passed to it). ``n_classes``:
         the number of classes (``None``: from the declared ``classes``).
+        ``dtype``: how the rows are stored (float32 inside float32's safe range
+        of the declared bounds, else float64; :func:`privtune.optim._losses.storage_dtype`).
+        Declared bounds (``data_norm``, ``data_norm_l2``, ``intercept_scaling``)
+        outside float64's safe range, about 1e-121 to 2.6e120, are refused here,
+        with nothing spent.
         """
         n_classes = self._declared_classes() if n_classes is None else n_classes
         width, r1, r2 = self._planned_features(n, d)
@@ -252,6 +268,11 @@ class _DPMarginClassifier(_LinearClassifier):
                 f"The declared row bounds of {owner} overflow a float (L1 {r1!r}, L2 {r2!r}, intercept column "
                 "included): use a smaller data_norm or intercept_scaling. Nothing was spent.")
         if self.solver == LINE_SEARCH:
+            # float64 rows: the float64 range only (the margin loss's constants; the run clips gradients at kappa R_2)
+            loss = get_loss(self._loss, params.get("smoothing", 1.0), owner, params["max_slope"])
+            check_storage(math.sqrt(width) * r2, r2, width, coefficients=width, coefficient_l1=loss.max_slope,
+                          coefficient_l2=loss.max_slope, norm=2, owner=owner)
+            dtype: Any = np.float64
             ls_params = {**self._line_search_kwargs(params), "clip_grad": params["max_slope"] * r2,
                          "l2": 1.0 / (params["C"] * n)}
             _check_line_search_grids(_make_line_search_plan(n, ls_params, owner), width,
@@ -259,9 +280,9 @@ class _DPMarginClassifier(_LinearClassifier):
         else:
             kwargs = self._accelerated_kwargs(params, n, r1, r2, n_classes)
             coefficients = width * (kwargs["n_classes"] or 1)  # one weight vector per class beyond two
-            _make_accelerated_plan(n=n, d=coefficients, accountant=None, owner=owner, x0=None, masg_p=1,
-                                   random_state=0, check_only=True, **kwargs)
-        return width, r1, r2
+            dtype = _make_accelerated_plan(n=n, d=coefficients, accountant=None, owner=owner, x0=None, masg_p=1,
+                                           random_state=0, check_only=True, **kwargs)
+        return width, r1, r2, dtype
 
     def _check_fit_plan(self, n_samples: int, n_features: int) -> None:
         """Refuse, from public sizes alone, a configuration whose solver plan cannot be built (nothing spent).
@@ -333,13 +354,13 @@ class _DPMarginClassifier(_LinearClassifier):
         event = self._fit_privacy_event()
         if self.solver == LINE_SEARCH and self._line_search_event_for(n, params) != event:
             raise PrivtuneError(f"Internal error: {owner}'s line-search event depends on n_samples; nothing spent.")
-        planned = self._public_plan(n, d, params, owner)  # refuses a plan no grid or float can hold, unspent
+        planned = self._planned_storage(n, d, params, owner)  # refuses a plan no grid or float can hold, unspent
         acc.spend(event, phase=owner, role="training")  # write-ahead, before any value of X or y is read
         X, y = _numeric_rows(self, X, y, owner)
         index, usable = self._label_index(y, owner)
         n_classes = int(self.classes_.shape[0])
         if n_classes > 2 and self.classes is None:  # the label set was read (public under classes=None's condition)
-            planned = self._public_plan(n, d, params, owner, n_classes)
+            planned = self._planned_storage(n, d, params, owner, n_classes)
         z = np.where(usable & (index == 1), 1.0, -1.0)
         X = zero_non_finite(X)  # a non-finite entry is mapped to 0, row by row
         s = params["intercept_scaling"] if self.fit_intercept else 0.0
@@ -349,16 +370,16 @@ class _DPMarginClassifier(_LinearClassifier):
             r1, r2 = self._feature_bounds(X.shape[1])
             if self.fit_intercept:
                 U = np.hstack((U, np.full((n, 1), s)))
-        else:  # the accelerated solvers read float32 rows: half the memory traffic per step
-            U, s_used = self._compact_features(X, s)
+        else:  # the accelerated solvers read float32 rows (half the memory traffic per step) where floats allow
+            U, s_used = self._compact_features(X, s, planned[3])
             r1, r2 = self._feature_bounds(X.shape[1])
             coef_scale = _FLOAT32_SHRINK
         if self.fit_intercept:
             r1, r2 = r1 + s, math.sqrt(r2 * r2 + s * s)
-        if (U.shape[1], r1, r2) != planned:  # public quantities only: the same on every neighbour
-            raise PrivtuneError(f"Internal error: {owner}'s features differ from its public plan {planned}.")
+        if (U.shape[1], r1, r2) != planned[:3]:  # public quantities only: the same on every neighbour
+            raise PrivtuneError(f"Internal error: {owner}'s features differ from its public plan {planned[:3]}.")
         if not usable.all():  # a label outside the declared classes: the row contributes nothing
-            U = U.copy() if U.dtype != np.float32 else U  # the float32 rows are already a private copy
+            U = U if isinstance(U, ClippedRows) else U.copy()  # compact_rows's rows are already a private copy
             U[~usable] = 0.0
             z = np.where(usable, z, 1.0)
         if self.solver == LINE_SEARCH:
@@ -382,16 +403,18 @@ class _DPMarginClassifier(_LinearClassifier):
         self.optimize_result_ = res
         return self
 
-    def _compact_features(self, X: np.ndarray, intercept: float) -> tuple[np.ndarray, float]:
+    def _compact_features(self, X: np.ndarray, intercept: float, dtype: Any = np.float32) -> tuple[np.ndarray, float]:
         """The training features as float32 rows (with the intercept column), and the stored intercept value.
 
         See :func:`privtune.optim._losses.compact_rows`: every row is scaled by
         ``1 - 2**-16`` so that float32 rounding keeps it inside the declared
-        bounds; ``fit`` multiplies ``coef_`` back by that factor.
+        bounds; ``fit`` multiplies ``coef_`` back by that factor. ``dtype``:
+        the plan's (float64 where the declared bounds are outside float32's
+        safe range; the same shrink).
         """
         F = self._features(X, fitting=True)  # first: it may draw the (public) feature map the bounds depend on
         r1, r2 = self._feature_bounds(X.shape[1])
-        return compact_rows(F, r1, r2, mode="rows", owner=type(self).__name__, intercept=intercept)
+        return compact_rows(F, r1, r2, mode="rows", owner=type(self).__name__, intercept=intercept, dtype=dtype)
 
     # -- prediction -----------------------------------------------------------------------
     def decision_function(self, X: Any) -> np.ndarray:
@@ -457,10 +480,11 @@ class _ClippedLinearMixin:
         mode = self.clip if fitting else "rows"
         return clip_rows(X, r1, r2, mode=mode, owner=type(self).__name__)
 
-    def _compact_features(self, X: np.ndarray, intercept: float) -> tuple[np.ndarray, float]:
+    def _compact_features(self, X: np.ndarray, intercept: float, dtype: Any = np.float32) -> tuple[np.ndarray, float]:
         """Clipping, the float32 cast and the intercept column in one pass over ``X`` (``clip`` applies)."""
         r1, r2 = self._bounds_now(X.shape[1])
-        return compact_rows(X, r1, r2, mode=self.clip, owner=type(self).__name__, intercept=intercept)
+        return compact_rows(X, r1, r2, mode=self.clip, owner=type(self).__name__, intercept=intercept,
+                            dtype=dtype)
 
 
 _COMMON_PARAMS_DOC = """

@@ -33,6 +33,7 @@ from privtune.optim._losses import (
     MULTICLASS_LOSSES,
     MarginLoss,
     SoftmaxLoss,
+    check_storage,
     get_loss,
     l1_bound_of,
 )
@@ -91,12 +92,15 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
                accountant: Any, random_state: Any, owner: str, noise: str = "laplace",
                delta: float | None = None, max_slope: float = 1.0, horizon: str | None = None,
                budget_share: float = 1.0, n_classes: int | None = None, check_only: bool = False,
-               horizon_floor: float = 0.0) -> _Plan | None:
+               horizon_floor: float = 0.0) -> Any:
     """The run's whole plan from public quantities (every refusal happens here, before any charge).
 
     ``check_only``: stop once every check has passed and every step's exact
-    noise grid exists (returns None); skips the events and their composition,
-    which only a run needs. ``budget_share``: the run spends this share of the
+    noise grid exists, and return the rows' storage dtype (``row_dtype`` of
+    the plan, below); skips the events and their composition, which only a
+    run needs. ``row_dtype``: float32 when the declared bounds are inside
+    float32's safe range (:func:`privtune.optim._losses.storage_dtype`), else
+    float64; bounds outside float64's range are refused here. ``budget_share``: the run spends this share of the
     budget of ``(epsilon, delta)`` (see :func:`privtune.optim.dp_accelerated`).
     The K-class losses (``"multinomial"``, ``"multiclass_smoothed_hinge"``) need
     ``n_classes = K``; ``d`` is then the number of coefficients, ``K`` times the
@@ -175,6 +179,10 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
     else:
         r2 = min(r2, r1)  # ||u||_2 <= ||u||_1 always
     r1_eff = l1_bound_of(r1, r2, row_dim)
+    # float32 rows only where float32 arithmetic keeps the sensitivity (public: bounds, sizes, the loss's constants)
+    row_dtype = check_storage(r1_eff, r2, row_dim, coefficients=d, coefficient_l1=lossf.coefficient_bound(1),
+                              coefficient_l2=lossf.coefficient_bound(2), norm=2 if kind == "gaussian" else 1,
+                              owner=owner)
     # per-example L1 / L2 sensitivity of the data-term gradient (module _losses): 2 x coefficient bound x row bound
     sens = 2.0 * lossf.coefficient_bound(1) * r1_eff
     kappa = lossf.coefficient_bound(2)  # from here on: the L2 coefficient bound (max_slope for margin losses)
@@ -208,10 +216,14 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
         sched = sched.head(horizon)
     select = horizon_rule == "paper"
     if kind == "gaussian":
-        return _gaussian_plan(solver=solver, n=n, d=d, m=m, eps=eps, dlt=dlt, nm=nm_run, mu=mu, r1=r1, r2=r2,
+        plan = _gaussian_plan(solver=solver, n=n, d=d, m=m, eps=eps, dlt=dlt, nm=nm_run, mu=mu, r1=r1, r2=r2,
                               kappa=kappa, lossf=lossf, horizon=horizon, sched=sched, smooth=smooth, e0=e0, w0=w0,
                               clip=clip, output=output, source=source, owner=owner, select=select,
                               horizon_rule=horizon_rule, check_only=check_only)
+        if plan is None:
+            return row_dtype
+        plan.row_dtype = row_dtype
+        return plan
     if solver.endswith("-opt"):
         t_used, eps_t = opt_split(sched, epsilon=eps, mu=mu, smoothness=smooth, sensitivity=sens, n=n,
                                   dim=d, initial_gap=e0, select_horizon=select)
@@ -226,7 +238,7 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
     for mech in mechs:
         mech.grid_spacing(d)  # the exact grid must exist for every step: refuse now, before any spending
     if check_only:
-        return None
+        return row_dtype
     if m == n:
         events: list[PrivacyEvent] = [LaplaceEvent(epsilon=e) for e in eps0]
     else:
@@ -242,7 +254,8 @@ def _make_plan(*, solver: str, n: int, d: int, epsilon: float, alpha: float, dat
                  horizon=horizon, sched=sched, t_used=t_used, eps0=eps0, mechs=mechs, events=tuple(events),
                  total=total, step_costs=step_costs, sens=sens, smooth=smooth, e0=e0, w0=w0, clip=clip,
                  output=output, source=source, owner=owner, noise="laplace", delta=0.0, horizon_rule=horizon_rule,
-                 total_epsilon=math.fsum(step_costs), noise_scales=np.array([mech.scale for mech in mechs]))
+                 total_epsilon=math.fsum(step_costs), noise_scales=np.array([mech.scale for mech in mechs]),
+                 row_dtype=row_dtype)
 
 
 def _gaussian_plan(*, solver: str, n: int, d: int, m: int, eps: float, dlt: float, nm: float, mu: float,

@@ -55,7 +55,8 @@ import numpy as np
 from privtune.exceptions import InvalidParameterError
 
 __all__ = ["LOSSES", "MULTICLASS_HINGE", "MULTICLASS_LOSSES", "MULTINOMIAL", "MarginLoss", "SoftmaxLoss", "get_loss",
-           "clip_rows", "compact_rows", "map_into_domain", "valid_labels", "zero_non_finite"]
+           "check_storage", "clip_rows", "compact_rows", "map_into_domain", "storage_dtype", "valid_labels",
+           "zero_non_finite"]
 
 LOSSES = ("logistic", "smoothed_hinge")
 #: The softmax cross-entropy of K classes (:class:`SoftmaxLoss`; the accelerated solvers only).
@@ -72,6 +73,8 @@ _CLIP_SHRINK = 1.0 - 2.0**-40
 # bound only beyond _FLOAT32_FLAG times it (what the shrink leaves is never flagged again).
 _FLOAT32_SHRINK = 1.0 - 2.0**-16
 _FLOAT32_FLAG = 1.0 - 2.0**-20
+# The smallest normal float32: a float32 scale factor below it would be rounded absolutely (clip_rows).
+_FLOAT32_NORMAL = float(np.finfo(np.float32).tiny)
 # MarginLoss.gradient works through the rows in blocks of about this many bytes (fits in a core's L2 cache).
 _BLOCK_BYTES = 1 << 19
 # Float32 rows are summed in float32 over sub-blocks of this many consecutive rows (fixed by position), and the
@@ -82,6 +85,142 @@ _SUB_ROWS = 32
 _GRADIENT_SHRINK = 1.0 - 2.0**-13
 # ... provided that n * (float64 rounding depth) <= _SUM_BUDGET (then n * gamma64_depth <= 2**-16 (1 + 2**-15)).
 _SUM_BUDGET = 2**37
+
+# The ranges of declared bounds in which the rows are stored in float32, in float64, or refused (storage_dtype).
+# Float32: stored rows' bounds at least N 2**-109, entries at most 2**120, kappa R at least N 2**-102, kappa at
+# least 2**-90, at most 2**30 columns; float64: 2**-400 and 2**400 (N = sqrt(columns) in L2, columns in L1).
+_F32_LOW, _F32_HIGH, _F32_GRADIENT_LOW, _F32_KAPPA_LOW = 2.0**-109, 2.0**120, 2.0**-102, 2.0**-90
+_F32_MAX_COLUMNS = 2**30
+_F64_LOW, _F64_HIGH = 2.0**-400, 2.0**400
+
+
+def _norm_count(count: int, norm: int) -> float:
+    """``||(1, ..., 1)||`` of ``count`` entries in the L1 (``count``) or L2 (``sqrt(count)``) norm."""
+    return float(count) if norm == 1 else math.sqrt(count)
+
+
+def _fits(l1: float, l2: float, width: int, coefficients: int, kappa: float, kappa_l2: float, norm: int,
+          low: float, high: float, gradient_low: float, kappa_low: float) -> bool:
+    bounds = {1: l1, 2: l2}
+    if not all(math.isfinite(b) and b > 0.0 for b in bounds.values()):
+        return False
+    if any(bounds[p] < _norm_count(width, p) * low for p in (1, 2)):
+        return False
+    if min(l1, l2) > high:
+        return False
+    if kappa_l2 < kappa_low:
+        return False
+    return kappa * bounds[norm] >= _norm_count(coefficients, norm) * gradient_low
+
+
+def storage_dtype(l1: float, l2: float, width: int, *, coefficients: int, coefficient_l1: float,
+                  coefficient_l2: float, norm: int) -> type | None:
+    r"""The dtype in which the margin solvers store and sum the rows: float32, float64, or None (refuse).
+
+    A function of public quantities only: the bounds ``l1``, ``l2`` of the
+    rows the solver reads (intercept column included), their number of
+    columns ``width`` (``d'``), the number of gradient coordinates
+    ``coefficients`` (``D``: ``d'``, or ``K d'`` with K classes), the loss's
+    coefficient bounds ``kappa_1``, ``kappa_2``
+    (:meth:`MarginLoss.coefficient_bound`) and the norm of the sensitivity
+    (1: Laplace, 2: Gaussian). ``N_p(m)`` below is the norm of ``m`` ones:
+    ``m`` in L1, ``sqrt(m)`` in L2.
+
+    Returns
+    -------
+    numpy.float32
+        If, for ``p`` in {1, 2}, ``l_p >= N_p(d') 2**-109``; the entry bound
+        ``min(l1, l2) <= 2**120``; ``kappa_p l_p >= N_p(D) 2**-102`` in the
+        sensitivity's norm; ``kappa_2 >= 2**-90``; and ``d' <= 2**30``.
+    numpy.float64
+        Otherwise, if ``l_p >= N_p(d') 2**-400``, ``min(l1, l2) <= 2**400``
+        and ``kappa_p l_p >= N_p(D) 2**-400``.
+    None
+        Otherwise: the caller refuses the bounds before any charge.
+
+    Notes
+    -----
+    **Why these ranges** (``u = 2**-24``, ``S = 1 - 2**-16`` the storage
+    shrink of :func:`compact_rows`). Float32 rounds relatively (within
+    ``u``) only in its normal range: below ``2**-126`` a rounded value is off
+    by up to ``2**-150`` absolutely (gradual underflow), or by less than
+    ``2**-126`` (flush to zero); the bounds below take ``2**-126`` per
+    rounding, which covers both. Above ``(2 - 2**-23) 2**127`` a value
+    becomes ``inf``.
+
+    * *Stored rows.* A stored entry is ``fl32(fl64(x_j s))`` with ``s <= S
+      (1 + 2**-52)`` (times the clip factor for a clipped row), so its
+      magnitude is at most ``|x_j| S (1 + 2**-53)**3 (1 + u) + 2**-126`` and,
+      by the triangle inequality, the stored row's exact norm is at most
+      ``S (1 + u)(1 + eta) l_p + N_p(d') 2**-126``, where ``1 + eta`` (at most
+      ``1 + 2**-22`` for ``d' <= 2**30``) bounds the float64 norm check's and
+      the clip factor's rounding. This is at most ``(1 - 2**-50) l_p`` (the
+      plan's bound may be the exact one rounded down by a few ulps) when
+      ``l_p (2**-16 (1 - 2**-5)) >= N_p(d') 2**-126``, i.e. from
+      ``l_p >= N_p(d') 2**-109`` (``d'`` counts the intercept column, whose
+      stored value is rounded the same way). Below, a stored row's exact norm
+      could exceed the declared bound: 5 % at ``data_norm = 1e-44`` before
+      this range existed.
+    * *Overflow.* Every stored entry is at most the entry bound
+      ``min(l1, l2)``; a sub-block partial of :meth:`MarginLoss.gradient` is
+      a sum of 32 products ``c_i u_ij`` with ``|c_i| <= kappa' <= 1.5`` (the
+      softmax residuals' norm is at most ``sqrt(2)``), so every intermediate
+      float32 value is at most ``32 * 1.5 (1 + 2**-18) min(l1, l2) < 2**126``
+      for ``min(l1, l2) <= 2**120``: no entry, product or partial sum becomes
+      ``inf`` (at ``data_norm = 1e38``, before, the partial sums overflowed
+      and the fit raised after its charge). The margins ``U @ w`` are not
+      bounded (``w`` is any released iterate); a margin that overflows to
+      ``+-inf`` has a well-defined derivative and one that becomes NaN
+      (``0 * inf``) gets the derivative 0 (:meth:`MarginLoss.derivative`,
+      :meth:`SoftmaxLoss.residuals`): a function of that row and ``w`` only.
+    * *Underflow in the gradient sum.* Each of the at most ``2 * 32``
+      roundings of a sub-block partial may err by ``2**-126`` absolutely,
+      once for each of the two neighbouring row sets, in the replaced row's
+      sub-block only: ``N_p(D) 2**-119`` in norm, at most ``2**-17`` of
+      ``2 kappa_p l_p`` when ``kappa_p l_p >= N_p(D) 2**-102``, inside the
+      slack of :meth:`MarginLoss.gradient`. The clip value ``kappa`` itself is
+      rounded to float32 relatively for ``kappa >= 2**-126``, and a softmax
+      residual (scaled by ``1 - 2**-20`` before its cast) keeps its bounds when
+      ``c >= sqrt(K) 2**-105``: ``kappa_2 >= 2**-90`` covers both for ``K <=
+      2**20``.
+
+    Outside the float32 range the rows are stored in float64, where the same
+    arguments hold with ``2**-53`` and ``2**-1022`` for ``u`` and the underflow
+    step, ``2**1024`` for the overflow, and the float64 sum's non-local
+    rounding over all ``n <= 2**35`` rows (``4 n 2**-1022 N_p(D)`` at most,
+    against ``2 kappa_p l_p``); the limits ``2**-400`` and ``2**400`` leave
+    hundreds of binary orders of magnitude to each of them, and keep the
+    squares of the float64 norm check (``x**2``, up to ``2**800``; rows far
+    over the bound whose squares overflow are scaled to 0, a map of the row)
+    and the smoothness ``R**2 / h`` finite. Beyond them the bounds are refused
+    before any charge (nobody declares a row norm of ``1e-121``; a bound
+    such as ``1e-310`` would put the float64 arithmetic in the same trouble).
+    """
+    for low, high, g_low, k_low, dtype, cols in (
+            (_F32_LOW, _F32_HIGH, _F32_GRADIENT_LOW, _F32_KAPPA_LOW, np.float32, _F32_MAX_COLUMNS),
+            (_F64_LOW, _F64_HIGH, _F64_LOW, _F64_LOW, np.float64, None)):
+        if cols is not None and width > cols:
+            continue
+        if _fits(float(l1), float(l2), int(width), int(coefficients), float(coefficient_l1 if norm == 1
+                 else coefficient_l2), float(coefficient_l2), int(norm), low, high, g_low, k_low):
+            return dtype
+    return None
+
+
+def check_storage(l1: float, l2: float, width: int, *, coefficients: int, coefficient_l1: float,
+                  coefficient_l2: float, norm: int, owner: str) -> type:
+    """:func:`storage_dtype`, refusing (before any charge, from public quantities) when it returns None."""
+    dtype = storage_dtype(l1, l2, width, coefficients=coefficients, coefficient_l1=coefficient_l1,
+                          coefficient_l2=coefficient_l2, norm=norm)
+    if dtype is None:
+        raise InvalidParameterError(
+            f"The declared row bounds of {owner} (L1 {l1!r}, L2 {l2!r}, over {width} column(s), an intercept "
+            f"column included; loss slope bound {coefficient_l2!r}) are outside the range in which its float "
+            "arithmetic keeps the stated sensitivity: every row bound must lie between sqrt(d) 2**-400 (d in L1) "
+            "and 2**400 (about 2.6e120), and max_slope times the bound above the same small limit. Rescale the "
+            "rows to a norm of order 1 and declare data_norm (and intercept_scaling) accordingly. Nothing was "
+            "spent.")
+    return dtype
 
 
 def _max_rows() -> int:
@@ -155,12 +294,21 @@ class MarginLoss:
         return 1.0 - k * self.smoothing  # (1 - m) / h = k
 
     def derivative(self, margin: np.ndarray) -> np.ndarray:
-        """``phi_kappa'(margin)``, in ``[-max_slope, 0]``."""
+        """``phi_kappa'(margin)``, in ``[-max_slope, 0]``; a NaN margin (``0 * inf`` in ``U @ w``) gets a value in it.
+
+        ``+-inf`` margins have their limits (0 and ``-kappa``). A NaN margin,
+        which only a released iterate beyond the rows' float range can cause,
+        gets ``-kappa`` (logistic) or 0 (smoothed hinge): ``np.fmax`` /
+        ``np.fmin`` ignore a NaN operand, at the cost of the clip the
+        derivative has anyway (one more pass over the margins for the
+        unclipped logistic loss). A function of the row and ``w`` only, inside
+        the coefficient bound: the sensitivity analysis holds whatever ``w`` is.
+        """
         if self.name == "logistic":
             d = 0.5 * (np.tanh(0.5 * margin) - 1.0)  # -sigma(-m), in [-1, 0]; tanh is faster than expit
-        else:
-            d = -np.clip((1.0 - margin) / self.smoothing, 0.0, 1.0)
-        return d if self.max_slope >= 1.0 else np.maximum(d, -self.max_slope)
+            return np.fmax(d, -min(self.max_slope, 1.0))  # the clip; a NaN margin gets -kappa
+        d = -np.fmin(np.fmax((1.0 - margin) / self.smoothing, 0.0), 1.0)  # np.clip's values; a NaN margin gets 0
+        return d if self.max_slope >= 1.0 else np.fmax(d, -self.max_slope)
 
     def _raw_value(self, margin: np.ndarray) -> np.ndarray:
         if self.name == "logistic":
@@ -302,12 +450,26 @@ class MarginLoss:
         ``(1 - 2**-15) Delta`` too, without any assumption on the order of the
         operations.
 
-        *Underflow* is not modelled: a float32 product ``c_i u_ij`` below
-        ``2**-126`` in magnitude is rounded to within ``2**-150`` absolutely
-        rather than relatively, which adds at most ``d 2**-145 / (kappa R)`` to
-        the bracket (L1; less in L2): below ``2**-40`` unless
-        ``kappa R < d 2**-105``, far below any bound the trainers are given
-        (not checked).
+        *Underflow and overflow* (the bounds above are relative; float32 is
+        relative only in its normal range). A float32 rounding whose result is
+        below ``2**-126`` errs by up to ``2**-150`` absolutely (by less than
+        ``2**-126`` with flush-to-zero): at most ``2 * 32`` such errors per
+        coordinate of the replaced row's sub-block, for each neighbour, add at
+        most ``N(D) 2**-119`` (``N(D)`` the norm of ``D`` ones, ``D`` the
+        gradient's coordinates) to ``||Q - Q'||``, i.e. at most ``2**-17`` to
+        the bracket when ``kappa R >= N(D) 2**-102``; with it the bracket is
+        still at most ``(1 - 2**-13)(1 + 2**-24)(1 + 2**-14 + 2**-16 + 2**-30 +
+        2**-17) < 1 - 2**-15`` (checked in exact arithmetic by the tests). The
+        partials cannot overflow when the entries are at most ``2**120``. The
+        rows are stored in float32 only within those ranges
+        (:func:`storage_dtype`, which the solvers' plan applies to the
+        declared bounds: public); elsewhere they are stored in float64, whose
+        arguments hold with hundreds of binary orders of magnitude to spare,
+        or the bounds are refused before any charge. The margins ``U_b w``
+        are not bounded: an infinite one has a well-defined derivative and a
+        NaN one gets a fixed value inside ``[-kappa, 0]``
+        (:meth:`derivative`), so ``c_i`` still depends on row ``i`` and ``w``
+        only.
 
         References
         ----------
@@ -414,7 +576,12 @@ class SoftmaxLoss:
         return z / self.smoothing if self.smoothing != 1.0 else z
 
     def residuals(self, logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """The clipped residuals ``r_i`` (float64) of rows with these logits and class indices, row by row."""
+        """The clipped residuals ``r_i`` (float64) of rows with these logits and class indices, row by row.
+
+        A row whose residual is not a number (an infinite logit, which only a
+        released ``W`` beyond the rows' float range can cause) gets the residual
+        0: a function of that row and ``W`` only, inside the bounds.
+        """
         z = np.asarray(logits, dtype=np.float64)
         z = z - z.max(axis=1, keepdims=True)
         p = np.exp(z)
@@ -423,7 +590,11 @@ class SoftmaxLoss:
         norms = np.sqrt(np.einsum("ij,ij->i", p, p))
         target = self.clip * _RESIDUAL_SHRINK
         scale = np.where(norms > target, target / np.maximum(norms, 1e-300), _RESIDUAL_SHRINK)
-        return p * scale[:, None]
+        out = p * scale[:, None]
+        nan = np.isnan(norms)
+        if nan.any():  # a non-finite logit (a released W beyond the float range, ``inf - inf``): residual 0
+            out[nan] = 0.0
+        return out
 
     def gradient(self, w: np.ndarray, U: np.ndarray, z: np.ndarray, alpha: float) -> np.ndarray:
         """``(1 - 2**-13)`` times the mean of the clipped ``r_i u_i^T`` over the rows, flattened, plus ``alpha w``.
@@ -477,8 +648,14 @@ def _weighted_row_mean(U: np.ndarray, w: np.ndarray, coefficients: Any, columns:
     # one layout whatever the caller's (a Fortran-ordered float32 array stays so until clip_rows copies it,
     # which depends on the rows): the margins' rounding then depends on the values only
     U = np.ascontiguousarray(U, dtype=U.dtype if U.dtype in (np.float32, np.float64) else np.float64)
+    with np.errstate(all="ignore"):  # no warning may depend on a row (an overflowing margin is mapped, see above)
+        return _weighted_row_sum(U, w, coefficients, columns)
+
+
+def _weighted_row_sum(U: np.ndarray, w: np.ndarray, coefficients: Any, columns: int) -> np.ndarray:
+    """The body of :func:`_weighted_row_mean` (``U`` C-contiguous float32 or float64)."""
     dt = U.dtype
-    wd = w.astype(dt, copy=False)
+    wd = w.astype(dt, copy=False)  # beyond float32's range an entry becomes inf: the margins map it
     n, d = U.shape
     rows = _block_rows(n, d, U.itemsize)
     single = dt == np.float32
@@ -527,7 +704,7 @@ def get_loss(loss: str, smoothing: float, owner: str, max_slope: float = 1.0) ->
 
 
 class ClippedRows(np.ndarray):
-    """A float32 array of rows that :func:`compact_rows` stored within ``bounds = (L1, L2)`` (internal).
+    """A float32 (or float64) array of rows that :func:`compact_rows` stored within ``bounds = (L1, L2)`` (internal).
 
     :func:`clip_rows` returns it unchanged for bounds at least as large, and
     the solvers skip their finiteness check (its entries are finite by
@@ -623,7 +800,12 @@ def clip_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, own
     then treated as over when its (float64-computed) norm exceeds
     ``1 - 2**-20`` times a bound, and is scaled to ``1 - 2**-16`` times it, so
     that the float32 rounding of the scaled entries (a relative ``2**-24``
-    each) cannot lift the exact norm of the stored row above the bound.
+    each) cannot lift the exact norm of the stored row above the bound. That
+    holds for bounds in the float32 range of :func:`storage_dtype` (the
+    solvers convert float32 rows to float64 outside it); a row whose scale
+    factor is below float32's normal range (a huge row, or a tiny bound) is
+    scaled in float64 and then rounded to float32 once, as :func:`compact_rows`
+    does (a float32 scale factor there would be rounded absolutely).
     """
     if isinstance(U, ClippedRows) and U.bounds[0] <= l1_bound and U.bounds[1] <= l2_bound:
         return U  # stored inside these bounds by compact_rows
@@ -635,12 +817,17 @@ def clip_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, own
     rows = np.flatnonzero(factor < 1.0)
     out = U.copy()
     shrink = _FLOAT32_SHRINK if single else _CLIP_SHRINK
-    out[rows] *= (factor[rows] * shrink)[:, None].astype(U.dtype)  # only the offending rows are rescaled
+    scale = factor[rows] * shrink
+    if single and bool(np.any(scale < _FLOAT32_NORMAL)):  # a per-row map: such a row is scaled in float64
+        tiny = scale < _FLOAT32_NORMAL
+        out[rows[tiny]] = (U[rows[tiny]].astype(np.float64) * scale[tiny][:, None]).astype(np.float32)
+        rows, scale = rows[~tiny], scale[~tiny]
+    out[rows] *= scale[:, None].astype(U.dtype)  # only the offending rows are rescaled
     return out
 
 
 def compact_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, owner: str,
-                 name: str = "X", intercept: float = 0.0) -> tuple[np.ndarray, float]:
+                 name: str = "X", intercept: float = 0.0, dtype: Any = np.float32) -> tuple[np.ndarray, float]:
     """The rows clipped as by :func:`clip_rows`, scaled by ``1 - 2**-16``, as one C-contiguous float32 array.
 
     The full-batch trainers spend nearly all their time in two memory-bound
@@ -649,7 +836,14 @@ def compact_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, 
     multiplied by ``1 - 2**-16`` before the cast, so that the float32 rounding
     (a relative ``2**-24`` per entry) leaves the exact norms of the stored rows
     strictly inside the declared bounds: the sensitivity analysis holds for the
-    rows the solver reads. ``U`` must be finite (the estimators map non-finite
+    rows the solver reads. That relative argument holds only inside the
+    float32 range of :func:`storage_dtype` (whose docstring gives the exact
+    range and its derivation: below it float32 rounds absolutely, and a stored
+    row exceeded its L2 bound by 5 % at ``1e-44``; above it entries and the
+    gradient's partial sums overflow): the callers pass ``dtype`` from
+    :func:`storage_dtype` applied to the declared bounds (public), and
+    outside that range the rows are stored in float64 with the same shrink.
+    ``U`` must be finite (the estimators map non-finite
     entries to 0 first): the result is marked finite and not checked again.
     With ``intercept > 0`` a constant column is appended
     (its stored value, also shrunk, is returned; the caller's bounds must
@@ -657,14 +851,14 @@ def compact_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, 
 
     Returns
     -------
-    rows : ClippedRows of shape (n, d) or (n, d + 1), dtype float32
+    rows : ClippedRows of shape (n, d) or (n, d + 1), dtype float32 (or ``dtype``)
         Its ``bounds`` are the declared ones, widened by ``intercept``.
     intercept : float
         The stored value of the constant column (0.0 without one).
     """
     factor = _clip_factors(U, l1_bound, l2_bound, mode=mode, owner=owner, name=name)
     n, d = U.shape
-    out = np.empty((n, d + (intercept > 0.0)), dtype=np.float32)
+    out = np.empty((n, d + (intercept > 0.0)), dtype=dtype)
     scale = np.full(n, _FLOAT32_SHRINK)
     if factor is not None:  # clipped rows as clip_rows leaves them (factor * _CLIP_SHRINK), then the shrink
         over = factor < 1.0
@@ -672,7 +866,7 @@ def compact_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, 
     np.multiply(U, scale[:, None], out=out[:, :d], casting="unsafe")
     stored = 0.0
     if intercept > 0.0:
-        stored = float(np.float32(intercept * _FLOAT32_SHRINK))
+        stored = float(np.asarray(intercept * _FLOAT32_SHRINK, dtype=dtype))
         out[:, d] = stored
     rows = out.view(ClippedRows)
     rows.bounds = (l1_bound + intercept, math.hypot(l2_bound, intercept))

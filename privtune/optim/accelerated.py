@@ -122,9 +122,13 @@ def _check_label_shape(y: Any, n: int, owner: str) -> None:
             f"The 'y' parameter of {owner} must be 1-D with one label per row of X ({n}); got shape {shape}.")
 
 
-def _read_data(X: Any, y: Any, n: int, d: int, owner: str,
-               n_classes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _read_data(X: Any, y: Any, n: int, d: int, owner: str, n_classes: int | None = None,
+               dtype: Any = np.float32) -> tuple[np.ndarray, np.ndarray]:
     """``X`` (float32 kept as is, see :func:`~privtune.optim._losses.compact_rows`) and ``y``, mapped into the domain.
+
+    ``dtype``: the plan's row dtype (:func:`~privtune.optim._losses.storage_dtype`,
+    from the declared bounds); float32 rows are converted (exactly) to float64
+    when it is float64, i.e. when the bounds are outside float32's safe range.
 
     Values are read entry by entry when they have no numeric dtype of their
     own (:func:`~privtune.utils._validation.entrywise_float`: an entry that is
@@ -132,9 +136,9 @@ def _read_data(X: Any, y: Any, n: int, d: int, owner: str,
     refused (:func:`map_into_domain`). Only a structure that changed while
     being read (a ragged list) is refused.
     """
-    single = getattr(X, "dtype", None) == np.float32
+    single = getattr(X, "dtype", None) == np.float32 and dtype == np.float32
     try:
-        if isinstance(X, ClippedRows):
+        if isinstance(X, ClippedRows) and (single or X.dtype == np.float64):
             U = X
         else:  # float32 rows C-contiguous once (the gradient's runs assume it)
             U = np.ascontiguousarray(X, dtype=np.float32) if single else entrywise_float(X)
@@ -229,7 +233,7 @@ def _run(X: Any, y: Any, *, add_noise: bool, accountant: Any, phase: str, **kw: 
     if accountant is not None:
         accountant.check(plan.total)  # refuses an over-budget run before any value of X is read
         accountant.spend(plan.total, phase=phase, role="training")  # write-ahead, before any value is read
-    U, z = _read_data(X, y, n, d, owner, plan.loss.n_classes if multiclass else None)
+    U, z = _read_data(X, y, n, d, owner, plan.loss.n_classes if multiclass else None, plan.row_dtype)
     U = np.asarray(clip_rows(U, plan.r1, plan.r2, mode=plan.clip, owner=owner))  # a plain view from here on
     return _execute(plan, U, z, noise=add_noise)
 
@@ -274,8 +278,13 @@ def dp_accelerated(
         Sensitive rows ``u_i``. Its shape is public. A float32 array is used
         in float32 (about twice as fast on large data; a row then counts as
         over a bound beyond ``1 - 2**-20`` times it and is scaled to
-        ``1 - 2**-16`` times it, so that float32 rounding cannot lift it above);
-        anything else is converted to float64.
+        ``1 - 2**-16`` times it, so that float32 rounding cannot lift it above)
+        when the declared bounds are inside float32's safe range
+        (:func:`privtune.optim._losses.storage_dtype`: roughly ``sqrt(d)
+        2**-109`` to ``2**120``, with ``max_slope`` times the bound above
+        ``sqrt(d) 2**-102``); anything else is converted to float64. Declared
+        bounds outside float64's safe range (``sqrt(d) 2**-400`` to
+        ``2**400``, about 1e-121 to 2.6e120) are refused before any charge.
     y : array-like of shape (n_samples,)
         Labels in {-1, +1}. Values are mapped, never refused: a row whose label
         is anything else (NaN included) becomes the zero row and contributes

@@ -503,7 +503,7 @@ def dp_second_order(
         accountant.check(plan.total)  # refuses an over-budget run before any value of X is read
         # write-ahead, before any value is read: the f(w0) release first when the gap is privatised
         accountant.spend(plan.f0_event if privatised else plan.total, phase=phase, role="training")
-    U, z = _read_data(X, y, n, d, owner)
+    U, z = _read_data(X, y, n, d, owner, dtype=np.float64)  # float64 rows (the sums' rounding bound is float64's)
     U = clip_rows(U, math.inf, v["data_norm"], mode=v["clip"], owner=owner)
     oracle = _DataOracle(v["loss"], U, z)
     if privatised:

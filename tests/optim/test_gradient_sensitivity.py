@@ -191,6 +191,25 @@ def test_the_bound_is_below_the_sensitivity_in_exact_arithmetic():
     assert clip * (1 + local) > 1
 
 
+def test_the_bound_with_underflow_is_below_the_sensitivity_in_exact_arithmetic():
+    """The docstring's underflow term inside float32's range of storage_dtype (kappa R >= N(D) 2**-102): the
+    2 (2 b - 1) roundings of the replaced row's sub-block (both neighbours), each off by < 2**-126 absolutely and
+    carried through at most b further roundings, add at most 2**-17 to the bracket, which stays below 1 - 2**-15."""
+    s = 1 - Fraction(_GRADIENT_SHRINK)
+    u32, u64 = Fraction(1, 2**24), Fraction(1, 2**53)
+    b = _SUB_ROWS
+    clip = 1 + u32
+    local = b * _gamma(b, u32)
+    # per coordinate 2 (2b - 1)(1 + gamma_b) 2**-126; in norm times N(D); relative to 2 kappa R >= 2 N(D) 2**-102
+    underflow = 2 * (2 * b - 1) * (1 + _gamma(b, u32)) * Fraction(1, 2**126) / (2 * Fraction(1, 2**102))
+    assert underflow <= Fraction(1, 2**17)
+    for depth in (3, 1000, _SUM_BUDGET // 4):
+        n = _SUM_BUDGET // depth
+        glob = n * _gamma(depth, u64)
+        ratio32 = (1 - s) * clip * (1 + local + glob * (1 + _gamma(b, u32)) + Fraction(1, 2**17))
+        assert ratio32 < 1 - Fraction(1, 2**15)
+
+
 def test_block_rows_and_chunks_keep_the_rounding_inside_the_slack():
     for n, d in [(1, 1), (31, 2), (80_000, 21), (10**7, 20), (10**8, 3), (2 * 10**9, 50), (_max_rows(), 2)]:
         rows32 = _block_rows(n, d, 4)
