@@ -30,31 +30,45 @@ abstract). (2) The loop's beta_t uses the smaller of the two releases' deltas, a
 score release's Thm. 3 regret term uses that same beta_T (an earlier version used the score's own delta there:
 about 3 % too little noise with an uneven split).
 (3) Scores are clipped to the declared bounds and mapped to the GP axis by the
-declared affine map; v* is the maximum of the clipped scores. (4) Public tasks
+declared affine map before the observation noise is added. (4) Public tasks
 (k1 (x) k2 with more tasks) may warm-start the posterior; they are independent
 of the private validation set, so Thm. 1's argument is unchanged.
+(5) alpha_t is drawn exactly from the discrete Gaussian on the grid
+sigma 2**-20 (integer parameter s = 2**20; :func:`observation_noise`), not from
+a continuous Gaussian: its point masses differ from those of N(0, sigma^2)
+rounded to that grid by a relative (z^2 / s^2 - 1) / (24 s^2), a total
+variation of order 1e-14, and the rounding moves an observation by at most
+sigma 2**-21 -- the order of the posterior's own float arithmetic, and not
+counted in the theorems.
+
+The observations. Alg. 1 observes v_t = f(lambda_t) + alpha_t with alpha_t
+i.i.d. N(0, sigma^2), sigma > 0 (GP units), and its theorems (through
+Srinivas et al.'s Lemma 5.1, which needs f given the history to be
+N(mu_{t-1}, sigma_{t-1}^2), i.e. Gaussian observation noise of exactly the
+variance the posterior assumes) are proved for that. So the loop *adds* that
+noise: each observation is the objective's score, clipped and mapped to GP
+units, plus a fresh draw alpha_t ~ N(0, sigma^2) with sigma = ``noise_std``,
+drawn from the search's noise source (secure unless the run is seeded; a
+seeded run is exactly reproducible), independently of the data and of every
+other draw, one per observation -- a candidate visited again gets a fresh
+alpha_t. The posterior is updated with v_t and v* = max_t v_t is the maximum
+of these noisy observations, as in Alg. 1 (Thm. 3's q term is the price of
+that noise in the score release). Under ``PrivateSearchCV`` f(lambda) is the
+score of the first fit at lambda (a candidate visited again is fitted again
+but keeps its first score), so f is one fixed function even when each fit
+draws fresh DP noise. The observations alpha_t never leave the search: like
+the trajectory, they are neither released nor shown.
 
 What the conditional guarantee is about, and where its model breaks. The
-theorems (through Srinivas et al.'s Lemma 5.1) are proved for observations
-v_t = f(lambda_t) + alpha_t, with f one draw of the declared prior (GP units:
-mean at the midpoint of the score bounds, standard deviation half their range)
-and alpha_t i.i.d. N(0, sigma^2), the posterior being the exact one; delta is a
-probability over that draw. This loop observes whatever the objective returns,
-clipped to the declared bounds, and adds no noise of its own. Under
-``PrivateSearchCV`` f(lambda) is the score of the first fit at lambda (a
-candidate visited again is fitted again but keeps its first score), so f is one
-fixed function even when each fit draws fresh DP noise. Two departures from the
-model remain, and the theorems are not proven for a run where they bite:
-
-* clipping: a draw of the prior leaves the declared bounds with probability
-  2 Phi(-1) ~ 0.32 at each lambda; the loop then observes the bound, not
-  f(lambda) + alpha_t (and a bounded score function is no GP draw at all);
-* no observation noise: with f fixed the observations are exact, while the
-  posterior assumes noise of variance sigma^2 > 0; Lemma 5.1 does not cover a
-  posterior computed with sigma > 0 from exact observations along an adaptive
-  path, and privtune has no proof that its bound (hence delta) carries over.
-  Alg. 2 (:class:`~privtune.bo.GPUCBExact`) is Kusner et al.'s algorithm for
-  noise-free observations; it shares the first point.
+theorems are proved for f one draw of the declared prior (GP units: mean at
+the midpoint of the score bounds, standard deviation half their range);
+delta is a probability over that draw and the alpha_t. One departure from
+that model remains, and the theorems are not proven for a run where it bites:
+clipping. A draw of the prior leaves the declared bounds with probability
+2 Phi(-1) ~ 0.32 at each lambda; the loop then observes the bound plus
+alpha_t, not f(lambda) + alpha_t (and a bounded score function is no GP draw
+at all). Alg. 2 (:class:`~privtune.bo.GPUCBExact`, noise-free observations by
+design) shares it.
 
 The (epsilon, delta) of this method *is* that theorem, so it is a claim under
 the model (hence "conditional"), which privtune cannot check without reading
@@ -70,6 +84,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from privtune.accounting import Accountant, EpsilonDeltaEvent, PrivacyEvent, compose_events
 from privtune.bo._base import Callback, randomise_on_grid
 from privtune.bo._common import ChargedObjective, best_case_selection, split_budget
@@ -79,14 +95,50 @@ from privtune.bo.release import IterationRecord, Release
 from privtune.exceptions import InvalidParameterError
 from privtune.gp import MultiTaskKernel
 from privtune.mechanisms import Exponential, Laplace
+from privtune.mechanisms._samplers import discrete_gaussian
 from privtune.space import CandidateSet
 from privtune.utils._random import RandomSource
 from privtune.utils._validation import check_real
 
-__all__ = ["GPUCB"]
+__all__ = ["GPUCB", "observation_noise"]
 
 #: The exact grid samplers add a 2**-10 headroom to the textbook noise scale.
 GRID_HEADROOM_FACTOR = 1.0 + 2.0**-10
+
+#: alpha_t lies on the grid ``noise_std * 2**-OBSERVATION_GRID_EXPONENT`` (discrete Gaussian of parameter 2**k).
+OBSERVATION_GRID_EXPONENT = 20
+
+#: The score release's check (:meth:`GPUCB.check_release`) covers a maximum of noisy observations up to
+#: ``1 + OBSERVATION_REACH * noise_std`` in GP units (P(|alpha_t| > 8 sigma) < 1.3e-15 per observation). Beyond it
+#: the release is clipped to its grid's range, a 1-Lipschitz map that keeps the guarantee.
+OBSERVATION_REACH = 8.0
+
+
+def observation_noise(source: RandomSource, noise_std: float, size: int) -> np.ndarray:
+    """Alg. 1's observation noise: ``size`` i.i.d. draws of N(0, noise_std**2), in GP units.
+
+    Drawn exactly with integer arithmetic from ``source`` (secure unless the
+    run is seeded): ``alpha = noise_std * 2**-k * Z`` with ``Z`` the discrete
+    Gaussian of parameter ``2**k`` (``k = 20``; Canonne, Kamath & Steinke
+    2020), whose variance equals ``4**k`` in double precision. The lattice
+    spacing ``noise_std * 2**-20`` is far below anything the posterior resolves.
+
+    Parameters
+    ----------
+    source : RandomSource
+        The search's noise source.
+    noise_std : float in (0, inf)
+        sigma (GP units).
+    size : int
+        Number of draws (one per planned observation).
+
+    Returns
+    -------
+    ndarray of float64, shape (size,)
+    """
+    k = OBSERVATION_GRID_EXPONENT
+    z = discrete_gaussian(4**k, 1, int(size), source)
+    return z.astype(np.float64) * (float(noise_std) * 2.0**-k)
 
 
 class GPUCB(GPMethod):
@@ -108,7 +160,10 @@ class GPUCB(GPMethod):
         Declared k1 (x) k2; ``None`` is Matern-5/2 with lengthscale 0.2 and
         ``task_correlation=0.95`` (Kusner et al.'s estimate).
     noise_std : float in (0, inf), default=0.1
-        sigma, the declared observation noise (GP units: prior sd = 1).
+        sigma, the observation noise (GP units: prior sd = 1). The loop adds
+        N(0, sigma^2) noise to every observation (Alg. 1's alpha_t), and the
+        posterior assumes exactly that variance; in score units its standard
+        deviation is ``noise_std`` times half the score range.
     selection_share : float in (0, 1), default=0.5
         Share of (epsilon, delta) given to lambda~; the rest goes to v~.
     confidence : float in (0, 1), default=0.95
@@ -121,10 +176,12 @@ class GPUCB(GPMethod):
     before the first evaluation. Relation: replace-one (Kusner Def. 1: one
     validation record swapped); the validation size, the candidate set, the
     kernel, sigma and the score bounds are public. The guarantee is the paper's
-    theorem for observations f(lambda_t) + N(0, sigma^2) of an unbounded prior
-    draw f; the loop observes scores clipped to the declared bounds, without
-    added noise, so it is not proven where a draw leaves the bounds or for
-    exact scores (see the module docstring).
+    theorem for observations f(lambda_t) + alpha_t, alpha_t ~ N(0, sigma^2),
+    of an unbounded prior draw f: the loop adds that noise itself (from the
+    run's noise source, one fresh draw per observation) and releases the
+    maximum of the noisy observations, but it observes scores clipped to the
+    declared bounds, so the guarantee is not proven where a draw leaves the
+    bounds (see the module docstring).
 
     References
     ----------
@@ -187,7 +244,8 @@ class GPUCB(GPMethod):
         sel, sc = self.budgets
         Exponential(epsilon=sel.epsilon, sensitivity=consts["selection"]["em_sensitivity"], random_state=0)
         lap = Laplace(epsilon=sc.epsilon, sensitivity=consts["score"]["laplace_scale"] * sc.epsilon, random_state=0)
-        return [("score release", lap, 1.0)]  # max_t v_t in GP units, in [-1, 1]
+        # max_t v_t in GP units: a clipped score in [-1, 1] plus alpha_t
+        return [("score release", lap, 1.0 + OBSERVATION_REACH * self.noise_std)]
 
     def plan(self, candidates: CandidateSet) -> list[tuple[PrivacyEvent, str]]:
         sel, sc = self.budgets
@@ -199,15 +257,26 @@ class GPUCB(GPMethod):
         ]
 
     def _loop(self, f: ChargedObjective, candidates: CandidateSet, accountant: Accountant,
-              public_observations: Sequence[Any], callback: Callback | None, noise_var: float):
+              public_observations: Sequence[Any], callback: Callback | None, noise_var: float,
+              noise: np.ndarray | None = None):
+        """GP-UCB for T iterations; returns the engine and the observations v_t told to it (GP units, private).
+
+        ``noise`` holds alpha_1..alpha_T (GP units), added to each clipped score
+        before the update (Alg. 1); ``None`` observes the scores exactly (Alg. 2).
+        """
         engine = self._engine(candidates, noise_var, self.loop_delta, public_observations)
         f.pay(self.n_iter)  # all T evaluations are covered by the two releases charged up front
         observed: list[float] = []  # GP units, raw (private): used only for the score release
         for t in range(1, self.n_iter + 1):
             i = engine.ask()
             v = f(i)
-            engine.tell(i, v)
-            observed.append(self._to_gp(v))
+            if noise is None:
+                engine.tell(i, v)
+                observed.append(self._to_gp(v))
+            else:
+                z = self._to_gp(v) + float(noise[t - 1])  # v_t = f(lambda_t) + alpha_t
+                engine.tell(i, self._to_scores(z))
+                observed.append(z)
             rec = IterationRecord(iteration=t, params=None, released_score=None, noise_std=None,
                                   epsilon_spent=self._spent(accountant))
             if self._record(callback, rec):
@@ -220,7 +289,11 @@ class GPUCB(GPMethod):
         plan = self.plan(candidates)
         self._engine(candidates, self.noise_var, self.loop_delta, public_observations)  # public: fails before paying
         self._charge(accountant, plan)
-        engine, observed = self._loop(f, candidates, accountant, public_observations, callback, self.noise_var)
+        # Alg. 1's alpha_1..alpha_T, i.i.d. N(0, sigma^2), drawn up front from the search's noise source:
+        # independent of the data and of the path (a revisited candidate gets a fresh one).
+        alphas = observation_noise(source, self.noise_std, self.n_iter)
+        engine, observed = self._loop(f, candidates, accountant, public_observations, callback, self.noise_var,
+                                      alphas)
         T = engine.t
         consts = self.constants(candidates, T)
         sel, sc = self.budgets
@@ -229,7 +302,7 @@ class GPUCB(GPMethod):
         s = consts["score"]
         sensitivity = s["laplace_scale"] * sc.epsilon  # Thm. 3's sensitivity of max_t v_t
         lap = Laplace(epsilon=sc.epsilon, sensitivity=sensitivity, random_state=source)
-        score = self._to_scores(randomise_on_grid(lap, max(observed)))
+        score = self._to_scores(randomise_on_grid(lap, max(observed)))  # v* = max_t v_t, the noisy observations
         return self._release(candidates, index, score, plan, consts, T, lap, source)
 
     def _release(self, candidates, index, score, plan, consts, T, lap, source) -> Release:

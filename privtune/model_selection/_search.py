@@ -139,8 +139,11 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         show the path) but keeps the score of its first fit, so the loop
         observes one fixed function f(lambda), the score of the first fit at
         lambda (clipped to the score bounds), even when each fit draws fresh
-        DP noise; what ``gp-ucb``'s conditional guarantee then assumes about
-        those observations is in docs/methods.md.
+        DP noise. ``gp-ucb`` (Alg. 1) adds Gaussian noise of its declared
+        ``noise_std`` (GP units) to every observation, a fresh draw at each
+        visit, as the paper's theorems assume; ``gp-ucb-exact`` (Alg. 2)
+        observes the scores exactly. What their conditional guarantees assume
+        about the observations is in docs/methods.md.
     epsilon : float in (0, inf), default=1.0
         Total epsilon of the search for each sensitive data role. (With random
         stopping and sensitive training data, the stopped search's one event is
@@ -296,9 +299,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         ``"conditional"`` for ``gp-ucb`` and ``gp-ucb-exact``: Kusner et al.'s
         theorem under the declared GP prior, for f(lambda) the score of the
         first fit at lambda clipped to the score bounds; it assumes an
-        unbounded prior draw observed with the declared Gaussian noise (none
-        for ``gp-ucb-exact``), so it is not proven where a draw leaves the
-        bounds or, for ``gp-ucb``, for exact scores (the report's
+        unbounded prior draw observed with the declared Gaussian noise
+        (``gp-ucb`` adds it; none for ``gp-ucb-exact``), so it is not proven
+        where a draw leaves the bounds (the report's
         ``guarantee["statement"]``, docs/methods.md).
     method_ : str
         The release method that ran (``method="auto"`` resolved).

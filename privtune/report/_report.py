@@ -28,10 +28,10 @@ GUARANTEE_STATEMENTS = {
     "conditional": (f"The guarantee {CONDITIONAL_WARNING} over that prior. It is Kusner et al.'s theorem for "
                     "the function the search observed: f(λ), the score of the first fit at λ clipped to the "
                     "declared score bounds (a candidate visited again keeps that score). The theorem assumes an "
-                    "unbounded draw of the prior observed with Gaussian noise of the declared σ (gp-ucb) or with "
-                    "none (gp-ucb-exact); privtune adds no noise and clips, so the guarantee is not proven for a "
-                    "run where a draw leaves the bounds or, for gp-ucb, for exact scores (docs/methods.md, \"What "
-                    "the GP methods assume\")."),
+                    "unbounded draw of the prior observed with Gaussian noise of the declared σ (gp-ucb, which "
+                    "adds that noise to every observation itself) or with none (gp-ucb-exact); the scores are "
+                    "clipped, so the guarantee is not proven for a run where a draw leaves the bounds "
+                    "(docs/methods.md, \"What the GP methods assume\")."),
     "unconditional": "The guarantee holds for every validation set, with no modelling assumption.",
 }
 

@@ -79,7 +79,9 @@ def test_gp_ucb_with_large_epsilon_finds_the_maximiser_of_a_gp_draw():
     m = GPUCB(epsilon=1e9, delta=1e-3, n_iter=40, score_bounds=(-1.0, 1.0), kernel=kern, noise_std=0.05)
     rel = m.run(lambda p: lookup[round(p["x"], 12)], cands, random_state=0)
     assert f[rel.index] >= f.max() - 0.05
-    assert abs(rel.score - f.max()) < 0.05  # with epsilon = 1e9 the Laplace noise vanishes
+    # with epsilon = 1e9 the Laplace noise vanishes; v* is the maximum of the 40 *noisy* observations (Alg. 1's
+    # v_t = f(lambda_t) + alpha_t, sigma = 0.05), within 5 sigma of the best score observed
+    assert abs(rel.score - f.max()) < 0.05 + 5 * 0.05
 
 
 def test_post_processing_invariance_of_noisy_ucb(cands2d, monkeypatch):

@@ -4,7 +4,8 @@ Kusner et al.'s analysis of ``gp-ucb`` / ``gp-ucb-exact`` takes the validation s
 from the GP prior. With sensitive training rows each fit draws fresh DP noise, so a candidate the GP-UCB loop visited
 again was refitted and scored as a different model: the loop observed a different function at every revisit.
 A revisit now keeps the score of the candidate's first fit (the fit still runs, so the number of fits stays the
-planned ``n_iter``): f(lambda) is the score of the first fit at lambda.
+planned ``n_iter``): f(lambda) is the score of the first fit at lambda. (The tests record f as the release method
+receives it, before ``gp-ucb`` adds its observation noise alpha_t: see tests/bo/test_gp_ucb_observation_noise.py.)
 """
 
 import numpy as np
@@ -14,7 +15,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from privtune import PrivateSearchCV
 from privtune.accounting import EpsilonDeltaEvent
 from privtune.base import PrivacyTags
-from privtune.bo.engine import UCBEngine
+from privtune.bo._common import ChargedObjective
 from privtune.space import Categorical
 
 FITS: list[int] = []
@@ -58,14 +59,15 @@ def _data(n=200):
 @pytest.mark.parametrize("method", ["gp-ucb", "gp-ucb-exact"])
 @pytest.mark.parametrize("cv", [None, 2])
 def test_a_revisited_candidate_keeps_its_first_score(monkeypatch, method, cv):
-    told: dict[int, list[float]] = {}
-    real_tell = UCBEngine.tell
+    told: dict[int, list[float]] = {}  # f(lambda) at each visit, as the release method receives it
+    real_call = ChargedObjective.__call__
 
-    def recording_tell(self, index, value, **kw):
+    def recording_call(self, index):
+        value = real_call(self, index)
         told.setdefault(int(index), []).append(float(value))
-        return real_tell(self, index, value, **kw)
+        return value
 
-    monkeypatch.setattr(UCBEngine, "tell", recording_tell)
+    monkeypatch.setattr(ChargedObjective, "__call__", recording_call)
     X_tr, y_tr, X_v, y_v = _data()
     n_iter = 8
     s = PrivateSearchCV(NoisyFitDP(), {"c": Categorical([1.0, -1.0])}, method=method, sensitive="both",
@@ -88,14 +90,15 @@ def test_a_revisited_candidate_keeps_its_first_score(monkeypatch, method, cv):
 def test_public_training_rows_observe_one_fixed_f_too(monkeypatch):
     """With public training rows the fits are seeded (run 0 at every visit), but an estimator whose fits differ
     anyway (randomness outside random_state) also observed a moving f."""
-    told: dict[int, list[float]] = {}
-    real_tell = UCBEngine.tell
+    told: dict[int, list[float]] = {}  # f(lambda) at each visit, as the release method receives it
+    real_call = ChargedObjective.__call__
 
-    def recording_tell(self, index, value, **kw):
+    def recording_call(self, index):
+        value = real_call(self, index)
         told.setdefault(int(index), []).append(float(value))
-        return real_tell(self, index, value, **kw)
+        return value
 
-    monkeypatch.setattr(UCBEngine, "tell", recording_tell)
+    monkeypatch.setattr(ChargedObjective, "__call__", recording_call)
     X_tr, y_tr, X_v, y_v = _data()
     PrivateSearchCV(NoisyFitDP(), {"c": Categorical([1.0, -1.0])}, method="gp-ucb", sensitive="validation",
                     epsilon=1.0, delta=1e-6, n_iter=8, n_candidates=2,
@@ -112,5 +115,7 @@ def test_the_conditional_guarantee_says_what_f_is_and_where_its_model_breaks():
                         random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     statement = s.report_.to_dict()["guarantee"]["statement"]
     assert "score of the first fit at λ clipped to the declared score bounds" in statement
-    assert "not proven" in statement and "exact scores" in statement
+    assert "not proven" in statement and "leaves the bounds" in statement
+    assert "adds that noise to every observation itself" in statement  # gp-ucb observes noisy scores (Alg. 1)
+    assert "exact scores" not in statement
     assert "score of the first fit at λ" in s.report_.to_markdown()

@@ -24,14 +24,20 @@ def _line(n):
     return candidate_set(SearchSpace({"x": Real(0.0, 1.0)}), n, random_state=0)
 
 
-def test_gp_ucb_selection_frequencies_follow_the_exponential_mechanism():
+def test_gp_ucb_selection_frequencies_follow_the_exponential_mechanism(monkeypatch):
     """H0: the released index is distributed as exp(eps mu_T / (2 Delta)) with Alg. 1's Delta.
 
-    The GP-UCB loop is deterministic for a deterministic objective, so mu_T is recomputed independently and
-    2000 seeded runs are compared with a chi-square test (8 cells, alpha = 1e-4). With eps_sel = 60 the law
-    is far from uniform (max/min probability ratio about 3); a Delta wrong by 25 % moves the expected counts
-    by more than 5 standard errors in the extreme cells, so the power is essentially 1.
+    The loop's observation noise alpha_t is held at fixed values here (the law tested is the selection's, given
+    mu_T), so the GP-UCB loop is deterministic for a deterministic objective: mu_T is recomputed independently
+    (observations f + alpha_t, in score units f + alpha_t / 2 for bounds (0, 1)) and 2000 seeded runs are compared
+    with a chi-square test (8 cells, alpha = 1e-4). With eps_sel = 60 the law is far from uniform (max/min
+    probability ratio about 3); a Delta wrong by 25 % moves the expected counts by more than 5 standard errors in
+    the extreme cells, so the power is essentially 1.
     """
+    from privtune.bo import gp_ucb
+
+    alphas = np.array([0.3, -0.2, 0.1])  # GP units
+    monkeypatch.setattr(gp_ucb, "observation_noise", lambda source, sd, size: alphas[:size].copy())
     cands = _line(8)
     kern = MultiTaskKernel(InputKernel(0.3), TaskKernel(0.95))
     f = lambda p: 0.2 + 0.6 * p["x"]  # noqa: E731
@@ -40,9 +46,9 @@ def test_gp_ucb_selection_frequencies_follow_the_exponential_mechanism():
     counts = np.bincount([m.run(f, cands, random_state=s).index for s in range(n)], minlength=8)
     # independent recomputation of mu_T and Delta
     eng = UCBEngine(GPPosterior(cands, kern, noise_var=0.25, score_bounds=(0.0, 1.0)), delta=1e-3)
-    for _ in range(3):
+    for t in range(3):
         i = eng.ask()
-        eng.tell(i, f(cands[i]))
+        eng.tell(i, f(cands[i]) + 0.5 * alphas[t])
     g = gamma_T(cands.X, 3, 0.25, kernel=kern).bound
     k = kusner_constants(n_candidates=8, n_iter=3, delta=1e-3, task_correlation=0.95, noise_std=0.5, gamma_T=g,
                          epsilon=60.0)
