@@ -414,7 +414,7 @@ class DPMLPClassifier(_ScorePredictMixin, _LogisticProbaMixin, ClassifierMixin, 
         ``fit`` used to charge first and build the mechanisms inside the
         trainer, so a public misconfiguration that no exact noise grid or float
         can hold (``line_search_share`` of 1e-30, whose sparse vector has no
-        grid; ``clip_obj`` of 1e300, whose query bound overflows a float; a
+        grid; ``clip_obj`` of 1e307, whose query bound overflows a float; a
         gradient noise too small for the grid of every parameter) was refused
         after the charge: no leak (public parameters only), but the fit's budget
         was lost. The same mechanisms (the first, which the fixed schedule keeps

@@ -34,7 +34,8 @@ from privtune.exceptions import InvalidParameterError
 from privtune.mechanisms.gaussian import Gaussian
 from privtune.optim import _line_search_accounting as acc
 from privtune.optim._line_search_objective import _clipped_gradient_mean
-from privtune.optim._line_search_step import _NOISES, _Search
+from privtune.optim._line_search_step import _NOISES, _Search, search_rounding
+from privtune.optim._sums import check_sum_terms, clip_norm_bound, rounding_factor
 from privtune.utils._random import RandomSource
 from privtune.utils._validation import check_choice as _choice
 from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
@@ -120,6 +121,7 @@ def _make_plan(n: int, params: dict[str, Any], owner: str) -> _Plan:
                 f"adaptive_clipping=True of {owner} needs mode='adaptive' (clipping decays when CHEB raises the "
                 "gradient budget; mode='fixed' has no CHEB).")
     scheme = acc.Scheme.build(sampling, n, q)
+    check_sum_terms(_max_terms(scheme), owner)  # the sums' rounding bound (module privtune.optim._sums)
     label = f"Chen & Lee DP-BLSGD ({mode}, {sampling}, batch {scheme.m} of {n})"
     common = dict(eps=eps, delta=dlt, mode=mode, scheme=scheme, noise=noise, strategy=strategy, rule=rule,
                   c_grad=c_grad, c_obj=c_obj, l2=lam, armijo=alpha, backtrack=beta, max_backtracks=k, eta0=eta0,
@@ -135,17 +137,47 @@ def _make_plan(n: int, params: dict[str, Any], owner: str) -> _Plan:
                  search0=e if noise == "laplace" else 0.5 * e * e)
 
 
+def _max_terms(scheme: acc.Scheme) -> int:
+    """The most terms one batch sum can have: ``m`` without replacement, else ``n`` (Poisson batches vary)."""
+    return scheme.m if scheme.sampling == "without_replacement" else scheme.n
+
+
+def _relation_factor(scheme: acc.Scheme) -> float:
+    return 2.0 if scheme.relation == "replace_one" else 1.0
+
+
+def gradient_sensitivity(scheme: acc.Scheme, clip: float, d: int) -> float:
+    """The sensitivity the noisy gradient's mechanism is built with: the exact ``f clip / D`` times ``psi``.
+
+    ``psi`` (:func:`privtune.optim._sums.rounding_factor`) covers the float
+    rounding of the clipped batch mean (its blocked sum, and the clipping's
+    own float error, :func:`privtune.optim._sums.clip_norm_bound`): two
+    neighbouring *computed* means differ by at most this. Public: the scheme,
+    the clip and ``d``.
+    """
+    psi = rounding_factor(terms=_max_terms(scheme), bound=clip, divisor=scheme.divisor,
+                          factor=_relation_factor(scheme), coordinates=d, norm=2,
+                          term_bound=clip_norm_bound(clip, d))
+    return scheme.sensitivity(clip) * psi
+
+
+def _search_rounding(scheme: acc.Scheme, clip_obj: float) -> float:
+    return search_rounding(terms=_max_terms(scheme), clip_obj=clip_obj, divisor=scheme.divisor,
+                           factor=_relation_factor(scheme))
+
+
 def _check_grids(plan: _Plan, d: int, source: RandomSource) -> None:
     """Build the first mechanisms (their exact grids must exist) before anything is spent.
 
     Budgets only grow and clipping thresholds scale the sensitivity and the noise
     together, so later grids exist whenever the first ones do.
     """
-    sens_g = plan.scheme.sensitivity(plan.c_grad)
-    Gaussian.from_noise_multiplier(acc.noise_multiplier(plan.rho0), sensitivity=sens_g,
+    Gaussian.from_noise_multiplier(acc.noise_multiplier(plan.rho0),
+                                   sensitivity=gradient_sensitivity(plan.scheme, plan.c_grad, d),
                                    random_state=source).grid_spacing(d)
     _Search(noise=plan.noise, budget=plan.search0, sensitivity=plan.scheme.sensitivity(plan.c_obj), eta0=1.0,
-            backtrack=plan.backtrack, max_backtracks=plan.max_backtracks, on_failure="zero", source=source)
+            backtrack=plan.backtrack, max_backtracks=plan.max_backtracks, on_failure="zero", source=source,
+            rounding=_search_rounding(plan.scheme, plan.c_obj))
 
 
 def _plan_epsilon(plan: _Plan) -> float:
@@ -180,8 +212,8 @@ class _Runner:
         s = self.plan.scheme
         idx = self.batch()
         mean = _clipped_gradient_mean(self.obj, self.w, idx, clip, s.divisor, self.d)
-        mech = Gaussian.from_noise_multiplier(acc.noise_multiplier(rho), sensitivity=s.sensitivity(clip),
-                                              random_state=self.source)
+        sens = gradient_sensitivity(s, clip, self.d)  # the exact one times the sum's rounding factor (public)
+        mech = Gaussian.from_noise_multiplier(acc.noise_multiplier(rho), sensitivity=sens, random_state=self.source)
         return np.asarray(mech.randomise(mean), dtype=np.float64).reshape(-1) + self.plan.l2 * self.w
 
     def first_candidate(self, g: np.ndarray, clip_obj: float) -> float:
@@ -201,7 +233,7 @@ class _Runner:
         srch = _Search(noise=p.noise, budget=budget, sensitivity=p.scheme.sensitivity(clip_obj),
                        eta0=self.first_candidate(g, clip_obj),
                        backtrack=p.backtrack, max_backtracks=p.max_backtracks, on_failure=on_failure,
-                       source=self.source)
+                       source=self.source, rounding=_search_rounding(p.scheme, clip_obj))
         return srch.run(self.obj, self.w, g, self.batch(), clip_obj=clip_obj, divisor=p.scheme.divisor, l2=p.l2,
                         armijo=p.armijo)
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from privtune.exceptions import InvalidParameterError
 from privtune.optim._losses import MarginLoss, clip_rows, get_loss, map_into_domain
+from privtune.optim._sums import blocked_sum
 from privtune.utils._validation import check_integer, check_real, entrywise_float, label_entries, public_shape
 
 
@@ -51,7 +52,11 @@ class PerExampleObjective(Protocol):
     ``(len(idx), n_params)``: the gradient of each example's **data** loss at
     ``w`` (no regulariser, not clipped). ``per_example_losses(w, idx)`` returns
     shape ``(len(idx),)``: each example's data loss at ``w``, which must be
-    ``>= 0`` (no regulariser, not clipped). An objective may also define
+    ``>= 0`` (no regulariser, not clipped). Each example's returned values
+    must depend on that example, its position in ``idx`` and ``w`` only, not
+    on the values of the other rows (true of row-wise numpy/BLAS/torch
+    products, which do not mix rows): the sums' rounding argument
+    (:mod:`privtune.optim._sums`) needs it. An objective may also define
 
     * ``smoothness``: a declared, public bound on the smoothness of the mean
       data loss, used only for the default ``eta0``;
@@ -138,6 +143,11 @@ class MarginObjective:
         h = check_real(smoothing, "smoothing", low=0.0, owner=owner)
         self.loss: MarginLoss = get_loss(loss, h, owner)
         self.data_norm = None if data_norm is None else check_real(data_norm, "data_norm", low=0.0, owner=owner)
+        if self.data_norm is not None and not 2.0**-400 <= self.data_norm <= 2.0**400:
+            raise InvalidParameterError(
+                f"The 'data_norm' parameter of {owner} must lie between 2**-400 and 2**400 (about 3.9e-121 and "
+                f"2.6e120): beyond, float64 can no longer hold the clipped rows' norms, the smoothness "
+                f"data_norm**2 or the gradients' clipping exactly enough. Got {data_norm!r}; rescale the rows.")
         self._X, self._y = X, y
         self._U: np.ndarray | None = None
         self._z: np.ndarray | None = None
@@ -199,33 +209,61 @@ class MarginObjective:
 
 
 # ----------------------------------------------------------------------------- data access (internal)
+#: A row whose per-example gradient is computed longer than this multiple of the clip is zeroed like a non-finite one,
+#: so that the clipping factor ``clip / ||g||`` stays a normal float (relative rounding; see ``clip_norm_bound``).
+_HUGE_GRADIENT = 2.0**960
+
+
 def _clipped_gradient_mean(objective: Any, w: np.ndarray, idx: np.ndarray, clip: float, divisor: float,
                            d: int) -> np.ndarray:
-    """``(1/divisor) sum_idx clip(grad l_i(w), clip)``; non-finite rows count as zero (row isolation)."""
+    """``(1/divisor) sum_idx clip(grad l_i(w), clip)``; non-finite rows count as zero (row isolation).
+
+    The clipped gradients are summed by :func:`privtune.optim._sums.blocked_sum`
+    (blocks of 4 096 rows by position, added with ``math.fsum``; one BLAS
+    product up to 4 096 rows), whose rounding the caller's sensitivity factor
+    :func:`privtune.optim._sums.rounding_factor` pays for, with the clipping's
+    own float error (:func:`privtune.optim._sums.clip_norm_bound`). A row whose
+    computed gradient norm exceeds ``2**960`` times the clip is zeroed, like a
+    non-finite one (a per-row map). No floating-point warning is emitted (one
+    could depend on a row).
+    """
     if idx.size == 0:
         return np.zeros(d)
-    G = np.asarray(objective.per_example_gradients(w, idx), dtype=np.float64)
-    if G.shape != (idx.size, d):
-        raise InvalidParameterError(
-            "per_example_gradients of the objective must return an array of shape (len(idx), n_params).")
-    bad = ~np.all(np.isfinite(G), axis=1)
-    if bad.any():
-        G = np.where(bad[:, None], 0.0, G)
-    norms = np.sqrt(np.einsum("ij,ij->i", G, G))
-    with np.errstate(divide="ignore"):
+    with np.errstate(all="ignore"):
+        G = np.asarray(objective.per_example_gradients(w, idx), dtype=np.float64)
+        if G.shape != (idx.size, d):
+            raise InvalidParameterError(
+                "per_example_gradients of the objective must return an array of shape (len(idx), n_params).")
+        bad = ~np.all(np.isfinite(G), axis=1)
+        if bad.any():
+            G = np.where(bad[:, None], 0.0, G)
+        norms = np.sqrt(np.einsum("ij,ij->i", G, G))
         factor = np.minimum(1.0, clip / np.where(norms > 0.0, norms, 1.0))
-    return (factor @ G) / divisor
+        huge = norms > clip * _HUGE_GRADIENT
+        if huge.any():
+            factor = np.where(huge, 0.0, factor)
+        total = blocked_sum(idx.size, lambda a, b: factor[a:b] @ G[a:b])
+        return total / divisor
+
+
+def _clipped_losses(objective: Any, w: np.ndarray, idx: np.ndarray, clip: float) -> np.ndarray:
+    """``min(max(l_i(w), 0), clip)`` for the rows ``idx`` (exact clipping; NaN counts as ``clip``)."""
+    with np.errstate(all="ignore"):
+        L = np.asarray(objective.per_example_losses(w, idx), dtype=np.float64).reshape(-1)
+    if L.shape != (idx.size,):
+        raise InvalidParameterError("per_example_losses of the objective must return an array of shape (len(idx),).")
+    return np.clip(np.where(np.isnan(L), clip, L), 0.0, clip)
 
 
 def _clipped_loss_mean(objective: Any, w: np.ndarray, idx: np.ndarray, clip: float, divisor: float) -> float:
-    """``(1/divisor) sum_idx min(max(l_i(w), 0), clip)``; NaN counts as ``clip`` (row isolation)."""
+    """``(1/divisor) sum_idx min(max(l_i(w), 0), clip)``; NaN counts as ``clip`` (row isolation).
+
+    Summed by :func:`privtune.optim._sums.blocked_sum` (``np.sum`` up to 4 096 rows).
+    """
     if idx.size == 0:
         return 0.0
-    L = np.asarray(objective.per_example_losses(w, idx), dtype=np.float64).reshape(-1)
-    if L.shape != (idx.size,):
-        raise InvalidParameterError("per_example_losses of the objective must return an array of shape (len(idx),).")
-    L = np.clip(np.where(np.isnan(L), clip, L), 0.0, clip)
-    return float(L.sum()) / divisor
+    L = _clipped_losses(objective, w, idx, clip)
+    return float(blocked_sum(idx.size, lambda a, b: float(L[a:b].sum()))) / divisor
 
 
 # ----------------------------------------------------------------------------- declared public bounds

@@ -39,16 +39,22 @@ from privtune.mechanisms.sparse_vector import SparseVector
 from privtune.optim import _line_search_accounting as acc
 from privtune.optim._line_search_objective import (
     PerExampleObjective,
-    _clipped_loss_mean,
+    _clipped_losses,
     _objective_shape,
     _vector,
 )
+from privtune.optim._sums import blocked_sum, check_sum_terms, rounding_factor
 from privtune.utils._random import RandomSource, check_random_state
 from privtune.utils._validation import check_choice as _choice
 from privtune.utils._validation import check_integer, check_real
 
 _NOISES = ("laplace", "gaussian")
 _FAILURES = ("zero", "smallest")
+#: Queries are clipped to ``+- 2**24`` grid steps of the sparse vector (1-Lipschitz: the sensitivity is kept). The
+#: last rounding of a query (adding its public part) then errs by at most ``2**-52 * 2**24`` steps, which the
+#: sensitivity's rounding factor pays for; beyond ``2**24`` steps (``2**14`` noise scales) the answer was never in
+#: doubt. (It was ``2**48`` steps.)
+QUERY_LIMIT_STEPS = 24
 
 
 # ----------------------------------------------------------------------------- result
@@ -80,28 +86,67 @@ def _armijo_slacks(objective: Any, w: np.ndarray, g: np.ndarray, idx: np.ndarray
 
     ``F_B(w) - armijo eta ||g||**2 - F_B(w - eta g)``, clipped to ``[-limit, limit]``
     (1-Lipschitz: the sensitivity is unchanged). Both evaluations use ``idx``.
+    Computed as a private part, the mean over the rows of the differences
+    ``min(l_i(w), C) - min(l_i(w - eta g), C)`` (each in ``[-C, C]``, summed by
+    :func:`privtune.optim._sums.blocked_sum`), plus a public part (the
+    regulariser's change and ``armijo eta ||g||**2``, from released values
+    only), added last: the public part never enters a rounding of the private
+    one, and the last addition errs by at most ``2**-53`` times twice the
+    limit (beyond it the clip gives both neighbours the same value), which
+    the search's sensitivity pays for (:class:`_Search`).
     """
     gg = float(g @ g)
-    f0 = _clipped_loss_mean(objective, w, idx, clip_obj, divisor) + 0.5 * l2 * float(w @ w)
+    m = int(idx.size)
+    base = _clipped_losses(objective, w, idx, clip_obj) if m else np.zeros(0)
+    reg0 = 0.5 * l2 * float(w @ w)
     for eta in etas:
         v = w - eta * g
-        f1 = _clipped_loss_mean(objective, v, idx, clip_obj, divisor) + 0.5 * l2 * float(v @ v)
-        q = f0 - armijo * eta * gg - f1
+        if m:
+            diff = base - _clipped_losses(objective, v, idx, clip_obj)  # each in [-C, C], rounded once
+            private = float(blocked_sum(m, lambda a, b, diff=diff: float(diff[a:b].sum()))) / divisor
+        else:
+            private = 0.0
+        public = (reg0 - 0.5 * l2 * float(v @ v)) - armijo * eta * gg
+        q = private + public
         yield float(np.clip(q, -limit, limit)) if math.isfinite(q) else -limit
 
 
+def search_rounding(*, terms: int, clip_obj: float, divisor: float, factor: float) -> float:
+    """``psi`` of a search: the slacks' private means are means of at most ``terms`` differences in ``[-C, C]``.
+
+    Each difference is rounded once (``depth=1``) before the blocked sum
+    (:func:`privtune.optim._sums.rounding_factor`).
+    """
+    return rounding_factor(terms=terms, bound=clip_obj, divisor=divisor, factor=factor, depth=1)
+
+
 class _Search:
-    """One NOISYBTLS configuration (internal): the candidates and the noise of a call."""
+    """One NOISYBTLS configuration (internal): the candidates and the noise of a call.
+
+    ``sensitivity`` is the exact sensitivity of a slack (``f C / D``);
+    ``rounding`` is ``psi`` (:func:`search_rounding`): the mechanism is built
+    with the sensitivity ``sensitivity * psi * (1 + 2**-30)``, where ``psi``
+    pays for the rounding of the slacks' private means and the relative
+    ``2**-30`` for the last addition of their public part, at most
+    ``2 * 2**-53`` times the query limit ``2**24 g`` per neighbour, i.e.
+    ``2**-28 g``; the sparse vector's grid ``g`` is at most ``2**-11`` times its
+    sensitivity (checked here).
+    """
 
     def __init__(self, *, noise: str, budget: float, sensitivity: float, eta0: float, backtrack: float,
-                 max_backtracks: int, on_failure: str, source: RandomSource) -> None:
+                 max_backtracks: int, on_failure: str, source: RandomSource, rounding: float = 1.0) -> None:
+        base = sensitivity * rounding
+        mech_sens = base * (1.0 + 2.0**-30)
         if noise == "laplace":
-            self.mech: Any = SparseVector(epsilon=budget, sensitivity=sensitivity, threshold=0.0,
+            self.mech: Any = SparseVector(epsilon=budget, sensitivity=mech_sens, threshold=0.0,
                                           random_state=source)
-            self.limit = math.ldexp(self.mech.grid_spacing, 48)
+            self.limit = math.ldexp(self.mech.grid_spacing, QUERY_LIMIT_STEPS)
         else:
-            self.mech = acc.GaussianSparseVector(budget, sensitivity, source)
+            self.mech = acc.GaussianSparseVector(budget, mech_sens, source)
             self.limit = self.mech.query_limit()
+        if not 4.0 * 2.0**-53 * self.limit <= base * 2.0**-31:  # pragma: no cover - the grid is <= 2**-11 Delta
+            raise InvalidParameterError("Internal error: the line search's grid leaves no room for the rounding of "
+                                        "its queries; please report this bug.")
         self.etas = [eta0 * backtrack**i for i in range(max_backtracks)]
         self.fallback = eta0 * backtrack**max_backtracks if on_failure == "smallest" else 0.0
 
@@ -187,6 +232,16 @@ def noisy_backtracking_line_search(
     RDP (Zhu & Wang 2020; the paper's Thm 3 drops the log term), stated as a
     ``RenyiEvent``. Only ``eta`` is released. The event is that of the mechanism
     on the given rows (no amplification is claimed for a random choice of rows).
+
+    **Floating point.** The slack is computed as the mean of the rows'
+    differences (summed in fixed blocks of 4 096 rows, added with
+    ``math.fsum``) plus its public part, and the mechanism is built with
+    ``Delta_q`` times a factor ``psi (1 + 2**-30)`` that provably covers the
+    rounding of both (:mod:`privtune.optim._sums`; ``psi - 1`` is about
+    ``m 2**-40``), so the guarantee holds for the computed slacks, for any
+    number of rows up to about ``8.6e9`` per batch (more is refused before
+    any charge). It assumes the objective computes each row's loss from that
+    row and ``w`` only (:class:`PerExampleObjective`).
     """
     owner = "noisy_backtracking_line_search"
     kind = _choice(noise, "noise", _NOISES, owner)
@@ -219,8 +274,10 @@ def noisy_backtracking_line_search(
     source = check_random_state(random_state, owner=owner)
     scheme = acc.Scheme("full", n, n, 1.0, div, rel)
     sens = scheme.sensitivity(c_obj)
+    check_sum_terms(int(idx.size), owner)
+    psi = search_rounding(terms=int(idx.size), clip_obj=c_obj, divisor=div, factor=2.0 if rel == "replace_one" else 1.0)
     search = _Search(noise=kind, budget=budget, sensitivity=sens, eta0=e0, backtrack=beta, max_backtracks=k,
-                     on_failure=fail, source=source)
+                     on_failure=fail, source=source, rounding=psi)
     event = acc.search_event(scheme, kind, budget, k + 1)
     if accountant is not None:
         accountant.check(event)

@@ -74,6 +74,8 @@ _CLIP_SHRINK = 1.0 - 2.0**-40
 _FLOAT32_SHRINK = 1.0 - 2.0**-16
 _FLOAT32_FLAG = 1.0 - 2.0**-20
 # The smallest normal float32: a float32 scale factor below it would be rounded absolutely (clip_rows).
+# A row more than this many times over a bound is zeroed (its float64 factor would be subnormal; _clip_factors).
+_HUGE_ROW = 2.0**960
 _FLOAT32_NORMAL = float(np.finfo(np.float32).tiny)
 # MarginLoss.gradient works through the rows in blocks of about this many bytes (fits in a core's L2 cache).
 _BLOCK_BYTES = 1 << 19
@@ -725,17 +727,23 @@ def _clip_factors(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str,
     A row is "over" when its norm exceeds ``flag`` times a bound. Norms are
     computed in float64 whatever the dtype of ``U``. ``mode="raise"`` refuses
     rows over a bound by more than a relative ``1e-12`` (see :func:`clip_rows`).
+    A row whose norm exceeds ``2**960`` times a bound (or overflows) gets the
+    factor 0 (it becomes the zero row, a map of that row): its factor would
+    be below float64's normal range, where rounding is absolute, and the
+    scaled row could exceed the bound.
     """
     with np.errstate(all="ignore"):  # a row whose norm overflows is scaled to 0, never warned about
         n2 = np.sqrt(np.einsum("ij,ij->i", U, U, dtype=np.float64))
     lim2 = flag * l2_bound
     with np.errstate(all="ignore"):
-        f2 = np.where(n2 > lim2, l2_bound / n2, 1.0)
+        # a row more than 2**960 times over is zeroed: its factor would be a subnormal float, rounded absolutely
+        f2 = np.where(n2 > lim2, np.where(n2 > l2_bound * _HUGE_ROW, 0.0, l2_bound / n2), 1.0)
         if l1_bound >= math.sqrt(U.shape[1]) * l2_bound:  # ||u||_1 <= sqrt(d) ||u||_2: the L1 bound cannot bind
             factor = f2
         else:
             n1 = np.abs(U).sum(axis=1, dtype=np.float64)
-            factor = np.minimum(np.where(n1 > flag * l1_bound, l1_bound / n1, 1.0), f2)
+            f1 = np.where(n1 > flag * l1_bound, np.where(n1 > l1_bound * _HUGE_ROW, 0.0, l1_bound / n1), 1.0)
+            factor = np.minimum(f1, f2)
     over = factor < 1.0
     if not over.any():
         return None

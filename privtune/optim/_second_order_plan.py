@@ -46,6 +46,7 @@ from privtune.optim._nonconvex import (
     get_nonconvex_loss,
     trial_count,
 )
+from privtune.optim._sums import check_sum_terms, clip_norm_bound, rounding_factor
 from privtune.utils._validation import check_choice as _choice
 from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
 
@@ -196,6 +197,42 @@ def _validate(n: int, d: int, p: dict[str, Any], owner: str) -> dict[str, Any]:
     if not isinstance(p["phase"], str):
         raise InvalidParameterError(f"The 'phase' parameter of {owner} must be a str. Got {p['phase']!r} instead.")
     return v
+
+
+def _rounding_factors(consts: LossConstants, n: int, m: int, d: int, sens_H: float) -> dict[str, float]:
+    """The factors ``psi`` (:func:`privtune.optim._sums.rounding_factor`) of the gradient, Hessian and value releases.
+
+    Each release is a mean of per-row terms computed in float64 (a BLAS
+    product per block of 4 096 rows, the blocks added with ``math.fsum``:
+    ``_DataOracle``); its mechanism is built with the exact sensitivity times
+    ``psi``, so that two neighbouring data sets' *computed* means differ by at
+    most the sensitivity the noise is calibrated on. The per-row bounds used:
+    a stored row's exact norm is at most ``clip_norm_bound(R, d) (1 + 2**-52)``
+    (:func:`privtune.optim._losses.clip_rows` in float64: the norm check's
+    rounding, then one rounding per entry); the computed ``|l'|`` is at most
+    ``B_g / R`` and ``|l''|`` at most ``B_H / R**2`` times ``1 + 2**-49``
+    (a few roundings, and ``sqrt(3) / 18`` rounded to a float); a value
+    ``l`` lies in ``[0, B]``. The Hessian's terms pass through two more
+    roundings (the product by ``x_ik`` and the symmetrisation); its ``psi``
+    is relative to ``sens_H`` (which carries ``sqrt(d)`` with
+    ``hessian_sensitivity="paper"``, in which case it is usually 1). Public
+    quantities only.
+    """
+    R = consts.data_norm
+    row = clip_norm_bound(R, d) * (1.0 + 2.0**-52)
+    slope = (consts.B_g / R) * (1.0 + 2.0**-49)
+    curvature = (consts.B_H / (R * R)) * (1.0 + 2.0**-49)
+    out = {
+        "gradient": rounding_factor(terms=m, bound=consts.B_g, divisor=float(m), factor=2.0, coordinates=d,
+                                    term_bound=slope * row * (1.0 + 2.0**-52)),
+        "hessian": rounding_factor(terms=m, bound=consts.B_H, divisor=float(m), factor=2.0,
+                                   coordinates=d * (d + 1) // 2, term_bound=curvature * row * row * (1.0 + 2.0**-50),
+                                   depth=2, exact_sensitivity=sens_H),
+        "value": 1.0,
+    }
+    if math.isfinite(consts.B):
+        out["value"] = rounding_factor(terms=n, bound=consts.B, divisor=float(n), factor=1.0)
+    return out
 
 
 def _min_decrease(v: dict[str, Any], consts: LossConstants, eps_g: float, eps_H_step: float) -> float:
@@ -366,17 +403,22 @@ def _make_plan(n: int, d: int, v: dict[str, Any], *, gap: float | None, owner: s
     # sensitivities (replace-one): mean over the batch of m rows (m = n for full batch)
     sens_g = 2.0 * consts.B_g / m
     sens_H = 2.0 * consts.B_H * (math.sqrt(d) if v["hessian_sensitivity"] == "paper" else 1.0) / m
+    check_sum_terms(n, owner)
+    psi = _rounding_factors(consts, n, m, d, sens_H)  # the mechanisms pay for the sums' float rounding
     source = v["source"]
     mechs = []
     for mult in mults:
-        g_mech = Gaussian.from_noise_multiplier(mult["gradient"], sensitivity=sens_g, random_state=source)
-        h_mech = Gaussian.from_noise_multiplier(mult["hessian"], sensitivity=sens_H, random_state=source)
+        g_mech = Gaussian.from_noise_multiplier(mult["gradient"], sensitivity=sens_g * psi["gradient"],
+                                                random_state=source)
+        h_mech = Gaussian.from_noise_multiplier(mult["hessian"], sensitivity=sens_H * psi["hessian"],
+                                                random_state=source)
         g_mech.grid_spacing(d)  # the exact grids must exist: refuse now, before anything is spent
         h_mech.grid_spacing(d * (d + 1) // 2)
         mechs.append((g_mech, h_mech))
     f0_mech = None
     if sigma_f is not None:
-        f0_mech = Gaussian.from_noise_multiplier(sigma_f, sensitivity=consts.B / n, random_state=source)
+        f0_mech = Gaussian.from_noise_multiplier(sigma_f, sensitivity=consts.B / n * psi["value"],
+                                                 random_state=source)
         f0_mech.grid_spacing(1)
     rules = _Rules(eps_g=eps_g, eps_H=eps_H, lanczos=lanczos, G=consts.G, M=consts.M, B=consts.B, B_g=consts.B_g,
                    line_search=v["line_search"], c_g=v["c_g"], c_H=v["c_H"], t2=v["t2"], b_g=v["b_g"], b_H=v["b_H"],

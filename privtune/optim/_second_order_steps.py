@@ -36,11 +36,14 @@ from privtune.optim._nonconvex import (
 )
 from privtune.optim._result import _readonly
 from privtune.optim._second_order_plan import _Rules
+from privtune.optim._sums import blocked_sum, rounding_factor
 
 #: Failure probability ``delta_L`` of one Lanczos call (Carmon et al. 2018, Lemma C.1): a utility, not a privacy, knob.
 LANCZOS_FAILURE = 1e-3
-#: Line-search queries are clipped to ``+- 2**48`` grid steps of the sparse vector (clipping keeps the sensitivity).
-_QUERY_LIMIT_STEPS = 2.0**48
+#: Line-search queries are clipped to ``+- 2**24`` grid steps of the sparse vector (clipping keeps the sensitivity;
+#: it bounds the rounding of the query's last addition, see ``_line_search``). It was ``2**48``: beyond ``2**24``
+#: steps (``2**14`` noise scales) the answer was never in doubt.
+_QUERY_LIMIT_STEPS = 2.0**24
 
 
 # ============================================================================= history (released quantities only)
@@ -88,7 +91,11 @@ class _DataOracle:
     """Data access of the loop (internal): values, gradients, Hessians of the data term on clipped rows.
 
     The full-batch margins ``y_i x_i^T w`` of the last point are kept, so that a line search at the point
-    where the gradient was just computed does not recompute them.
+    where the gradient was just computed does not recompute them. Every sum over rows is a
+    :func:`privtune.optim._sums.blocked_sum` (blocks of 4 096 rows by position, added with ``math.fsum``;
+    up to 4 096 rows, the one BLAS product or ``np.sum`` as before), whose rounding the mechanisms'
+    sensitivities pay for (:func:`privtune.optim._second_order_plan._rounding_factors`). No
+    floating-point warning is emitted (one could depend on a row).
     """
 
     def __init__(self, loss: NonconvexLoss, U: np.ndarray, z: np.ndarray) -> None:
@@ -103,24 +110,53 @@ class _DataOracle:
         return self._m
 
     def gradient(self, w: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
-        if rows is None:
-            coef = self.loss.margin_first(self._margins(w)) * self.z
-            return self.U.T @ coef / self.U.shape[0]
-        return self.loss.data_gradient(w, self.U[rows], self.z[rows])
+        """Mean over the rows (all, or the batch ``rows``) of ``l'(m_i) y_i x_i``."""
+        with np.errstate(all="ignore"):
+            if rows is None:
+                U, coef = self.U, self.loss.margin_first(self._margins(w)) * self.z
+            else:
+                U, z = self.U[rows], self.z[rows]
+                coef = self.loss.margin_first(z * (U @ w)) * z
+            total = blocked_sum(U.shape[0], lambda a, b: U[a:b].T @ coef[a:b])
+            return total / U.shape[0]
 
     def hessian(self, w: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
-        if rows is None:
-            return self.loss.data_hessian(w, self.U, self.z)
-        return self.loss.data_hessian(w, self.U[rows], self.z[rows])
+        """Mean over the rows of ``l''(m_i) x_i x_i^T``, symmetrised (as ``NonconvexLoss.data_hessian``)."""
+        with np.errstate(all="ignore"):
+            U, z = (self.U, self.z) if rows is None else (self.U[rows], self.z[rows])
+            c = self.loss.margin_second(z * (U @ w))
+            H = blocked_sum(U.shape[0], lambda a, b: (U[a:b] * c[a:b, None]).T @ U[a:b]) / U.shape[0]
+            return 0.5 * (H + H.T)
 
     def value(self, w: np.ndarray) -> float:
-        return float(np.mean(self.loss.margin_value(self._margins(w))))
+        """Mean loss over all rows (each value in ``[0, B]``)."""
+        with np.errstate(all="ignore"):
+            v = self.loss.margin_value(self._margins(w))
+            return float(blocked_sum(v.shape[0], lambda a, b: float(np.sum(v[a:b])))) / v.shape[0]
 
-    def ray(self, w: np.ndarray, direction: np.ndarray) -> Callable[[float], float]:
-        """``gamma -> mean loss at w + gamma direction`` (the margins along the ray are affine in gamma)."""
-        m0 = self._margins(w)
-        m1 = self.z * (self.U @ direction)
-        return lambda gamma: float(np.mean(self.loss.margin_value(m0 + gamma * m1)))
+    def ray(self, w: np.ndarray, direction: np.ndarray, limit: float) -> Callable[[float], float]:
+        """``gamma -> (1/n) sum_i clip(l_i(w) - l_i(w + gamma direction), -limit, limit)``.
+
+        The private part of a line-search query: the mean over all rows of
+        each row's loss decrease along the ray (the margins along it are
+        affine in ``gamma``), each clipped to ``[-limit, limit]`` (exactly:
+        the clip is a map of one row), so that two neighbouring data sets'
+        exact means differ by at most ``2 limit / n`` whatever the float
+        rounding of the losses; the caller adds the public part.
+        """
+        with np.errstate(all="ignore"):
+            m0 = self._margins(w)
+            m1 = self.z * (self.U @ direction)
+            l0 = self.loss.margin_value(m0)
+        n = m0.shape[0]
+
+        def mean_decrease(gamma: float) -> float:
+            with np.errstate(all="ignore"):
+                diff = np.clip(l0 - self.loss.margin_value(m0 + gamma * m1), -limit, limit)
+                diff = np.where(np.isnan(diff), 0.0, diff)  # a NaN difference (inf - inf) counts as none
+                return float(blocked_sum(n, lambda a, b: float(np.sum(diff[a:b])))) / n
+
+        return mean_decrease
 
 
 class _Releases:
@@ -138,14 +174,19 @@ class _Releases:
         return unpack_symmetric(np.asarray(self.hess_mech.randomise(pack_upper(H)), dtype=float), d)
 
     def line_search(self, query: Callable[[float], float], *, sensitivity: float, gamma_init: float,
-                    gamma_bar: float, beta: float, trials: int) -> tuple[float, int]:
+                    gamma_bar: float, beta: float, trials: int, rounding: float = 1.0) -> tuple[float, int]:
         assert self.svt_lambda is not None
         return _line_search(query, sensitivity=sensitivity, gamma_init=gamma_init, gamma_bar=gamma_bar, beta=beta,
-                            trials=trials, epsilon=1.0 / self.svt_lambda, source=self.source)
+                            trials=trials, epsilon=1.0 / self.svt_lambda, source=self.source, rounding=rounding)
+
+
+def query_rounding(n: int, sensitivity: float) -> float:
+    """``psi`` of a line search's queries: means of ``n`` clipped decreases in ``[-L, L]``, ``L = n Delta / 2``."""
+    return rounding_factor(terms=n, bound=0.5 * n * sensitivity, divisor=float(n), factor=2.0)
 
 
 def _line_search(query: Callable[[float], float], *, sensitivity: float, gamma_init: float, gamma_bar: float,
-                 beta: float, trials: int, epsilon: float, source: Any) -> tuple[float, int]:
+                 beta: float, trials: int, epsilon: float, source: Any, rounding: float = 1.0) -> tuple[float, int]:
     """DP-LINESEARCH (Alg. 2): AboveThreshold at threshold 0 over the trial steps ``gamma_init beta^j``.
 
     One threshold draw ``Lap(2 Delta / epsilon)`` per call and fresh
@@ -155,9 +196,19 @@ def _line_search(query: Callable[[float], float], *, sensitivity: float, gamma_i
     spec section 5 item 4). Queries are clipped to a public range of the grid,
     which cannot increase their sensitivity. The whole call is
     ``epsilon``-DP whatever its outcome.
+
+    Floating point: the sparse vector is built with the sensitivity ``Delta
+    psi (1 + 2**-30)``: ``psi`` (``rounding``, :func:`query_rounding`) pays
+    for the rounding of the queries' private means, the relative ``2**-30``
+    for their last addition of the public part (at most ``2 * 2**-53`` times
+    the query limit ``2**24 g``, per neighbour; the grid ``g`` is at most
+    ``2**-11`` times the sensitivity, checked here).
     """
-    svt = SparseVector(epsilon=epsilon, sensitivity=sensitivity, threshold=0.0, random_state=source)
+    base = sensitivity * rounding
+    svt = SparseVector(epsilon=epsilon, sensitivity=base * (1.0 + 2.0**-30), threshold=0.0, random_state=source)
     limit = _QUERY_LIMIT_STEPS * svt.grid_spacing
+    if not 4.0 * 2.0**-53 * limit <= base * 2.0**-31:  # pragma: no cover - the grid is at most 2**-11 Delta
+        raise RuntimeError("Internal error: the line search's grid leaves no room for the rounding of its queries.")
     session = svt.start()
     for j in range(trials):
         gamma = gamma_init * beta**j
@@ -220,15 +271,18 @@ def _run_phase(w: np.ndarray, *, phase: int, horizon: int, oracle: Any, regulari
             if rules.line_search:
                 gamma_bar = rules.gamma_bar_g
                 gamma_init = rules.b_g * gamma_bar
-                along = oracle.ray(w, -g_t)  # data values along the step, inside the SVT only
-                f_w = along(0.0) + regulariser.reg_value(w)
-
-                def q_g(gamma: float, w=w, g_t=g_t, f_w=f_w, gnorm=gnorm, along=along) -> float:
-                    return f_w - along(gamma) - regulariser.reg_value(w - gamma * g_t) - rules.c_g * gamma * gnorm**2
-
                 sens = min(2.0 * rules.B_g * gamma_init * gnorm, 2.0 * rules.B) / n
+                # each row's decrease is clipped to +-n sens / 2 (what its Lipschitz or range bound allows)
+                along = oracle.ray(w, -g_t, 0.5 * n * sens)  # private means along the step, inside the SVT only
+                r_w = regulariser.reg_value(w)
+
+                def q_g(gamma: float, w=w, g_t=g_t, r_w=r_w, gnorm=gnorm, along=along) -> float:
+                    public = r_w - regulariser.reg_value(w - gamma * g_t) - rules.c_g * gamma * gnorm**2
+                    return along(gamma) + public
+
                 gamma, trial = releases.line_search(q_g, sensitivity=sens, gamma_init=gamma_init,
-                                                    gamma_bar=gamma_bar, beta=rules.beta_g, trials=rules.i_max_g)
+                                                    gamma_bar=gamma_bar, beta=rules.beta_g, trials=rules.i_max_g,
+                                                    rounding=query_rounding(n, sens))
             else:
                 gamma = 1.0 / rules.G
             w = w - gamma * g_t
@@ -245,16 +299,17 @@ def _run_phase(w: np.ndarray, *, phase: int, horizon: int, oracle: Any, regulari
         if rules.line_search:
             gamma_bar = rules.t2 * abs(lam) / rules.M
             gamma_init = rules.b_H * gamma_bar
-            along = oracle.ray(w, p)
-            f_w = along(0.0) + regulariser.reg_value(w)
-
-            def q_H(gamma: float, w=w, p=p, f_w=f_w, lam=lam, along=along) -> float:
-                return (f_w - along(gamma) - regulariser.reg_value(w + gamma * p)
-                        - 0.5 * rules.c_H * gamma**2 * abs(lam))
-
             sens = min(2.0 * rules.B_g * gamma_init, 2.0 * rules.B) / n  # ||p|| = 1
+            along = oracle.ray(w, p, 0.5 * n * sens)
+            r_w = regulariser.reg_value(w)
+
+            def q_H(gamma: float, w=w, p=p, r_w=r_w, lam=lam, along=along) -> float:
+                public = r_w - regulariser.reg_value(w + gamma * p) - 0.5 * rules.c_H * gamma**2 * abs(lam)
+                return along(gamma) + public
+
             gamma, trial = releases.line_search(q_H, sensitivity=sens, gamma_init=gamma_init, gamma_bar=gamma_bar,
-                                                beta=rules.beta_H, trials=rules.i_max_H)
+                                                beta=rules.beta_H, trials=rules.i_max_H,
+                                                rounding=query_rounding(n, sens))
         else:
             gamma = 2.0 * abs(lam) / rules.M
         w = w + gamma * p

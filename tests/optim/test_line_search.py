@@ -624,18 +624,18 @@ def test_each_search_evaluates_its_losses_on_one_batch():
 @pytest.mark.parametrize("sampling", ["without_replacement", "poisson", "full"])
 def test_batch_means_divide_by_the_public_size(monkeypatch, sampling):
     seen = []
-    grad_mean, loss_mean = L._clipped_gradient_mean, L._clipped_loss_mean
+    grad_mean, slacks = L._clipped_gradient_mean, step_module._armijo_slacks
 
     def spy_g(objective, w, idx, clip, divisor, d):
         seen.append(("g", len(idx), divisor))
         return grad_mean(objective, w, idx, clip, divisor, d)
 
-    def spy_l(objective, w, idx, clip, divisor):
-        seen.append(("l", len(idx), divisor))
-        return loss_mean(objective, w, idx, clip, divisor)
+    def spy_l(objective, w, g, idx, etas, **kw):  # the searches' loss means (divided inside the slacks)
+        seen.append(("l", len(idx), kw["divisor"]))
+        return slacks(objective, w, g, idx, etas, **kw)
 
     monkeypatch.setattr(loop_module, "_clipped_gradient_mean", spy_g)
-    monkeypatch.setattr(step_module, "_clipped_loss_mean", spy_l)
+    monkeypatch.setattr(step_module, "_armijo_slacks", spy_l)
     res = dp_blsgd(_objective(14, n=400), epsilon=0.5, delta=1e-6, sampling=sampling, random_state=5)
     public = {"without_replacement": 40.0, "poisson": 0.1 * 400, "full": 400.0}[sampling]
     assert {d for _, _, d in seen} == {public} and res.extra["divisor"] == public

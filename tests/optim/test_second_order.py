@@ -287,7 +287,9 @@ def test_run_noise_scales_follow_the_calibration():
     mech = Gaussian.from_noise_multiplier(mult["gradient"], sensitivity=res.sensitivities["gradient"],
                                           random_state=5)
     draws = np.concatenate([mech.randomise(np.zeros(4)) for _ in range(1000)])
-    assert res.noise_scales[0]["gradient"] == mech.sigma
+    # the run's mechanism is built with the sensitivity times the sums' rounding factor psi (privtune.optim._sums):
+    # 1 + about 1e-10 at n = 1000
+    assert mech.sigma <= res.noise_scales[0]["gradient"] <= mech.sigma * (1 + 1e-9)
     assert _scale_pvalue(draws, mech.sigma) > 1e-3
     assert _scale_pvalue(draws, 1.1 * mech.sigma) < 1e-3
 
@@ -307,8 +309,8 @@ class _SaddleOracle:
     def value(self, w):
         return 0.5 * float(w @ self.A @ w)
 
-    def ray(self, w, direction):
-        return lambda gamma: self.value(w + gamma * direction)
+    def ray(self, w, direction, limit):  # the mean decrease along the ray, clipped (as _DataOracle.ray)
+        return lambda gamma: float(np.clip(self.value(w) - self.value(w + gamma * direction), -limit, limit))
 
 
 class _NoRegulariser:
