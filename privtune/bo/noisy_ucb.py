@@ -16,7 +16,25 @@ So privtune calibrates one Gaussian to the whole (epsilon, delta) budget
 its precision: a share ``observation_share`` evenly over the T observations, the
 rest to the final release. The accountant checks the whole plan (PLD) before
 the first evaluation; each observation's event is then spent right before that
-evaluation, so a search stopped early by a callback is charged only for what ran.
+evaluation.
+
+A search stopped early. A callback may stop the loop after k < T observations
+(it sees the released observations, so the stop is data-dependent). The whole
+plan stays charged: when the loop stops, the T - k observations that will not
+run are charged as planned (phase ``"observations_not_run"``, the same events,
+before the final release), so the ledger, the release's ``spent``,
+``PrivateSearchCV.privacy_spent_`` and the report all state the plan's total.
+That total is the proven bound: the stopped run is an adaptive composition in
+which each planned slot holds a mechanism dominated by the planned one (the
+slots after the stop hold a constant, the last slot the final release of
+whichever candidate was chosen), which the plan's fixed sequence of events
+bounds. The charged prefix alone (k observations and the final release) would be
+an odometer reading: with a stop chosen from the outputs it is not a proven
+(epsilon, delta) of what was released (Rogers et al. 2016: composition with
+adaptively chosen privacy parameters needs a filter). A study stopped this
+way and resumed charges the same total; one stopped by a previous privtune
+release, which charged the final release right after the stop, gets the rest
+charged after it.
 
 Unlike Alg. 1, the noise on each observation shrinks as the validation set
 grows (the sensitivity is 1/m), which is why this method is the one to use when
@@ -52,6 +70,9 @@ __all__ = ["NoisyUCB"]
 
 _CALIBRATION_MARGIN = 1e-3
 
+#: The phase of the planned observations a callback's stop left unrun (charged at the stop, as planned).
+NOT_RUN = "observations_not_run"
+
 
 class NoisyUCB(GPMethod):
     """GP-UCB whose every observation is released through the Gaussian mechanism.
@@ -81,7 +102,11 @@ class NoisyUCB(GPMethod):
     **Privacy.** Unconditional (epsilon, delta)-DP under replace-one for the
     validation data. Charges T ``GaussianEvent``s (phase ``"observations"``) and one
     (phase ``"score_release"``), each before its evaluation, after checking the
-    whole plan. The trajectory, the noisy scores and anything computed from them
+    whole plan. A callback that stops the loop after k < T observations does not
+    lower the charge: the T - k events not run are charged at the stop (phase
+    ``"observations_not_run"``), as the plan's total is the proven bound of a
+    data-dependent stop and the charged prefix is not (see the module
+    docstring). The trajectory, the noisy scores and anything computed from them
     (posterior, lambda~) are post-processing and safe to show.
     """
 
@@ -130,14 +155,30 @@ class NoisyUCB(GPMethod):
                 + [(GaussianEvent(noise_multiplier=final, label="score of the selected candidate"),
                     "score_release")])
 
+    def _stopped_plan(self, plan: list[tuple[PrivacyEvent, str]], stopped: int, journal: Any,
+                      accountant: Accountant) -> list[tuple[PrivacyEvent, str]]:
+        """The plan of a run stopped after ``stopped`` observations: the same events, the ones not run relabelled.
+
+        The T - stopped observation events that will not run keep their place
+        (before the final release) under the phase ``"observations_not_run"``;
+        a study stopped by a previous privtune release, whose ledger holds the
+        final release right after the last observation, gets them after it.
+        """
+        unrun = [(event, NOT_RUN) for event, _ in plan[stopped:-1]]
+        paid = journal.paid_prefix(accountant)
+        if len(paid) > stopped and paid[stopped].phase == "score_release":  # the previous release's layout
+            return plan[:stopped] + plan[-1:] + unrun
+        return plan[:stopped] + unrun + plan[-1:]
+
     def _search(self, f: ChargedObjective, candidates: CandidateSet, accountant: Accountant, source: RandomSource,
                 public_observations: Sequence[Any], callback: Callback | None) -> Release:
         plan = self.plan(candidates)
         journal = self._journal
-        # A study a callback stopped at iteration k charged k observations and then the final release: that is
-        # the plan it resumes (the stop is a released fact, stored before the final charge).
+        # A study a callback stopped at iteration k (the stop is a released fact, stored before any later charge)
+        # resumes the plan it charged: k observations, the T - k not run, then the final release (a study stopped
+        # by a previous privtune release charged the final release right after the stop: the rest follows it).
         stopped = next((t for t in range(1, self.n_iter + 1) if journal.get(f"stopped:{t}")), None)
-        opened = plan if stopped is None else plan[:stopped] + plan[-1:]
+        opened = plan if stopped is None else self._stopped_plan(plan, stopped, journal, accountant)
         journal.open_plan(accountant, opened)  # the whole (unpaid) plan is checked before any access
         nm_obs, nm_final = self.noise_multipliers()
         obs_mech = Gaussian.from_noise_multiplier(nm_obs, sensitivity=self.score_sensitivity, random_state=source)
@@ -148,8 +189,8 @@ class NoisyUCB(GPMethod):
         raw: dict[int, float] = {}  # private; used only for the final fresh release
         for t in range(1, self.n_iter + 1):
             i = engine.ask()
-            event = plan[t - 1][0]
-            journal.charge(accountant, event, "observations", ROLE)
+            event, phase = opened[t - 1]
+            journal.charge(accountant, event, phase, ROLE)
             charged.append(event)
             stored = journal.get(f"observation:{t}")
             if stored is not None:  # a resumed study: this observation was already released
@@ -169,11 +210,15 @@ class NoisyUCB(GPMethod):
             history.append(rec)
             if journal.get(f"stopped:{t}") or self._record(callback, rec):
                 journal.put(f"stopped:{t}", True)
+                if stopped is None:
+                    opened = self._stopped_plan(plan, t, journal, accountant)
                 break
         index = int(engine.mean().argmax())  # post-processing of released observations
-        final_event = plan[-1][0]
-        journal.charge(accountant, final_event, "score_release", ROLE)
-        charged.append(final_event)
+        # The rest of the plan, in order: after a stop, the observations not run (charged as planned: the plan's
+        # total, not the prefix, bounds a run stopped on released values), and the final release, before its access.
+        for event, phase in opened[len(charged):]:
+            journal.charge(accountant, event, phase, ROLE)
+            charged.append(event)
         if index in raw:
             v = raw[index]
         else:

@@ -266,7 +266,13 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         label.
     callbacks : list of callable or None, default=None
         Each called with every :class:`~privtune.bo.IterationRecord` (released
-        values only); one returning True stops the search. For ``gp-ucb``,
+        values only); one returning True stops the search. A stop does not
+        lower what the search is charged: a stop decided on released values is
+        bounded by the whole plan, not by the part that ran (Rogers et al.
+        2016), so ``noisy-ucb`` charges the observations it will not run at the
+        stop, as planned (ledger phase ``"observations_not_run"``), and
+        ``privacy_spent_``, ``ledger_``, a stored study and the report state the
+        whole plan's total. For ``gp-ucb``,
         ``gp-ucb-exact`` and ``lipschitz`` the records (and the progress and
         INFO lines) are delivered when the loop has finished: the moment each
         arrived would time each step of the raw-score trajectory. They cannot

@@ -40,11 +40,29 @@ _COVERED_ROWS = {"validation": "every validation set", "training": "every traini
                  "both": "every training set and every validation set"}
 
 
-def _guarantee_statement(label: str, sensitive: Any) -> str:
-    """:data:`GUARANTEE_STATEMENTS`' text, naming the rows it covers when training rows are sensitive too."""
+#: The ledger phase of the planned observations a callback's stop left unrun (``privtune.bo.noisy_ucb.NOT_RUN``).
+_NOT_RUN = "observations_not_run"
+
+#: Added to the statement of a run a callback stopped early (``noisy-ucb``): what the spent figures are.
+STOPPED_STATEMENT = ("The search was stopped early by a callback after {ran} of {planned} observations. The "
+                     "observations not run are charged as planned (phase \"observations_not_run\"), so the spent "
+                     "figures are the whole plan's: a stop decided on released values is bounded by the whole plan, "
+                     "not by the part that ran.")
+
+
+def _guarantee_statement(label: str, sensitive: Any, ledger: Any = ()) -> str:
+    """:data:`GUARANTEE_STATEMENTS`' text, naming the rows it covers when training rows are sensitive too.
+
+    When the ledger holds observations a callback's stop left unrun, :data:`STOPPED_STATEMENT` follows.
+    """
     text = GUARANTEE_STATEMENTS.get(label, "")
     if label == "unconditional" and sensitive in _COVERED_ROWS:
         text = text.replace("every validation set", _COVERED_ROWS[sensitive])
+    phases = [e.get("phase") for e in ledger if isinstance(e, Mapping)]
+    unrun = phases.count(_NOT_RUN)
+    if unrun:
+        ran = phases.count("observations")
+        text += " " + STOPPED_STATEMENT.format(ran=ran, planned=ran + unrun)
     return text
 
 
@@ -251,7 +269,8 @@ class TuningReport:
                                    + ("; then the best of a random subset of it, ranked by cross-validation on the "
                                       "public training rows (independent of the sensitive validation rows)"
                                       if rel.method == "prescreen" else ""))},
-            guarantee={"label": rel.guarantee, "statement": _guarantee_statement(rel.guarantee, conf["sensitive"])},
+            guarantee={"label": rel.guarantee,
+                       "statement": _guarantee_statement(rel.guarantee, conf["sensitive"], rep["ledger"])},
             budget={"total": {"epsilon": conf["epsilon"], "delta": conf["delta"]},
                     "spent": rep["privacy_spent"], "by_phase": rep["spent_by_phase"]},
             ledger=rep["ledger"],

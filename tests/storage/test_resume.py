@@ -271,8 +271,9 @@ def test_a_study_whose_journal_lost_releases_is_refused(tmp_path, delete_head, m
 
 
 def test_a_study_a_callback_stopped_resumes_after_a_crash_in_its_final_release(tmp_path, monkeypatch):
-    # A callback stopped noisy-ucb at iteration 2: the ledger holds two observations and then the final release.
-    # A crash after that last charge used to make the resume refuse the study ("configuration changed").
+    # A callback stopped noisy-ucb at iteration 2: the ledger holds two observations, the four not run (charged as
+    # planned at the stop) and then the final release. A crash after that last charge used to make the resume refuse
+    # the study ("configuration changed").
     from privtune.bo.noisy_ucb import NoisyUCB
 
     path = str(tmp_path / "study.sqlite")
@@ -291,7 +292,7 @@ def test_a_study_a_callback_stopped_resumes_after_a_crash_in_its_final_release(t
     with pytest.raises(KeyboardInterrupt):
         _search(path, "noisy-ucb", callbacks=stop_at_2).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     phases = [e.phase for e in SQLiteLedger(path, study="s").entries()]
-    assert phases == ["observations", "observations", "score_release"]
+    assert phases == ["observations"] * 2 + ["observations_not_run"] * 4 + ["score_release"]
     monkeypatch.setattr(NoisyUCB, "_release_score", real)
     s = _search(path, "noisy-ucb", callbacks=stop_at_2).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     assert [e.phase for e in s.ledger_] == phases  # nothing charged again
