@@ -255,7 +255,7 @@ class _DPMarginClassifier(_LinearClassifier):
         ``dtype``: how the rows are stored (float32 inside float32's safe range
         of the declared bounds, else float64; :func:`privtune.optim._losses.storage_dtype`).
         Declared bounds (``data_norm``, ``data_norm_l2``, ``intercept_scaling``)
-        outside float64's safe range, about 1e-121 to 2.6e120, are refused here,
+        outside float64's safe range, about 4e-121 to 2.6e120, are refused here,
         with nothing spent.
         """
         n_classes = self._declared_classes() if n_classes is None else n_classes
@@ -315,8 +315,9 @@ class _DPMarginClassifier(_LinearClassifier):
             For a hyperparameter outside its domain, a public defect of the
             inputs (shapes, ``batch_size > n_samples``), or a configuration
             whose solver plan no exact noise grid or float can hold (e.g.
-            ``epsilon=1e-30``, ``intercept_scaling=1e200``; the whole plan is
-            built from public sizes first); nothing is spent.
+            ``epsilon=1e-30``, ``intercept_scaling=1e200``, declared bounds
+            outside float64's safe range, about ``4e-121`` to ``2.6e120``; the
+            whole plan is built from public sizes first); nothing is spent.
             Refused after the charge (the run is paid for: whether to refuse
             depends on the rows): rows over the declared bound with
             ``clip="raise"`` and, without declared ``classes``, a target that
@@ -535,7 +536,8 @@ _COMMON_PARAMS_DOC = """
         enters the declared bounds (L1 bound ``+ intercept_scaling``), so the
         intercept is paid for honestly.
     intercept_scaling : float in (0, inf), default=0.5
-        The constant feature. With unit-norm rows, 0.5 makes the squared L2
+        The constant feature (it enters the declared bounds, whose range is
+        limited: see ``data_norm``). With unit-norm rows, 0.5 makes the squared L2
         bound of the augmented rows 1.25 instead of 2 (the noise 21 % lower);
         measured about a point more accurate than 1.0 on breast cancer and on
         an imbalanced synthetic set at epsilon 0.3 to 3 (15 seeds).
@@ -678,7 +680,13 @@ class DPLogisticRegression(_ClippedLinearMixin, _LogisticProbaMixin, _DPMarginCl
         **L1** norm with ``noise="laplace"``. Rows above it are scaled down
         (``clip="rows"``) or refused (``clip="raise"``); the same clipping is
         applied in ``predict``. (Before this release it was an L1 bound for both
-        noises, which shrank typical rows several-fold under Gaussian noise.)
+        noises, which shrank typical rows several-fold under Gaussian noise.) The declared bounds
+        (intercept column included) must lie between about ``sqrt(d) 4e-121``
+        and ``2.6e120`` (float64's safe range; refused before any charge
+        otherwise); inside float32's safe range (about ``sqrt(d) 3e-33`` to
+        ``1.3e36``, with ``max_slope`` times the bound at least about
+        ``sqrt(d) 2e-31``) the rows are stored in float32, else in float64
+        (:func:`privtune.optim._losses.storage_dtype`).
     data_norm_l2 : float in (0, inf) or None, default=None
         Optional declared bound on the L2 norm of every row (enforced the same
         way). Gaussian noise: the L2 bound, overriding ``data_norm``. Laplace:

@@ -216,12 +216,12 @@ def check_storage(l1: float, l2: float, width: int, *, coefficients: int, coeffi
                           coefficient_l2=coefficient_l2, norm=norm)
     if dtype is None:
         raise InvalidParameterError(
-            f"The declared row bounds of {owner} (L1 {l1!r}, L2 {l2!r}, over {width} column(s), an intercept "
+            f"The declared row bounds of {owner} (L1 {l1!r}, L2 {l2!r}, over {width} column(s), any intercept "
             f"column included; loss slope bound {coefficient_l2!r}) are outside the range in which its float "
-            "arithmetic keeps the stated sensitivity: every row bound must lie between sqrt(d) 2**-400 (d in L1) "
-            "and 2**400 (about 2.6e120), and max_slope times the bound above the same small limit. Rescale the "
-            "rows to a norm of order 1 and declare data_norm (and intercept_scaling) accordingly. Nothing was "
-            "spent.")
+            "arithmetic keeps the stated sensitivity: every row bound must lie between sqrt(d) 2**-400 (about "
+            "3.9e-121 sqrt(d); d instead of sqrt(d) in L1) and 2**400 (about 2.6e120), and max_slope times the "
+            "bound above the same lower limit. Rescale the rows to a norm of order 1 and declare data_norm (and "
+            "intercept_scaling) accordingly. Nothing was spent.")
     return dtype
 
 

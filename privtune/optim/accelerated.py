@@ -284,7 +284,7 @@ def dp_accelerated(
         2**-109`` to ``2**120``, with ``max_slope`` times the bound above
         ``sqrt(d) 2**-102``); anything else is converted to float64. Declared
         bounds outside float64's safe range (``sqrt(d) 2**-400`` to
-        ``2**400``, about 1e-121 to 2.6e120) are refused before any charge.
+        ``2**400``, about 4e-121 to 2.6e120) are refused before any charge.
     y : array-like of shape (n_samples,)
         Labels in {-1, +1}. Values are mapped, never refused: a row whose label
         is anything else (NaN included) becomes the zero row and contributes
@@ -302,8 +302,7 @@ def dp_accelerated(
         Declared row-norm bound in the norm the noise needs. Laplace: ``R_1``,
         the **L1** norm of every row; rows above it are scaled down
         (``clip="rows"``) or refused after the charge (``clip="raise"``, a
-        debugging aid: that refusal depends on the rows, so it is not covered by
-        the guarantee). Gaussian: the **L2**
+        release the guarantee does not cover, see ``clip``). Gaussian: the **L2**
         bound ``R_2`` when ``data_norm_l2`` is None; no L1 bound is imposed
         (rows are clipped in L2 only).
     data_norm_l2 : float in (0, inf) or None, default=None
@@ -332,6 +331,12 @@ def dp_accelerated(
     masg_p : int in [1, 30], default=1
         ``p`` of the MASG stage lengths.
     clip : {"rows", "raise"}, default="rows"
+        ``"rows"``: rows over the declared bound are scaled down to it (a map
+        of each row: the guarantee holds). ``"raise"``: they are refused,
+        **after** the charge; whether it raises depends on the rows, so the
+        refusal is itself a release about every row that the guarantee does
+        not cover. Use it only on purpose, to check data already known to be
+        inside the bound, never on sensitive rows in production.
     output : {"last", "tail_average"}, default="last"
         The public rule choosing the output among the released iterates: the
         last one, or the mean of the last ``ceil(T/2)``.
@@ -411,10 +416,12 @@ def dp_accelerated(
     Raises
     ------
     InvalidParameterError
-        For a parameter outside its domain or a shape mismatch (public; nothing
-        is spent); after the charge, for non-numeric data, or rows over the bound
-        with ``clip="raise"``. NaN/inf entries and bad labels are mapped, not
-        refused.
+        For a parameter outside its domain, a shape mismatch, or declared
+        bounds outside float64's safe range (public; nothing is spent); after
+        the charge, for input that is not a rectangular array (a ragged list)
+        or rows over the bound with ``clip="raise"`` (a release, see ``clip``).
+        NaN/inf entries, entries that are not numbers and bad labels are
+        mapped, not refused.
     BudgetExceededError
         If the accountant cannot pay for the run; raised before any value of
         ``X`` is read, with nothing spent.

@@ -35,7 +35,13 @@ class DPLinearSVC(_ClippedLinearMixin, _DPMarginClassifier):
         noise needs: **L2** with the default Gaussian noise, **L1** with
         ``noise="laplace"``. Rows above it are scaled down (``clip="rows"``)
         or refused (``clip="raise"``); the same clipping is applied in
-        ``predict``.
+        ``predict``. The declared bounds
+        (intercept column included) must lie between about ``sqrt(d) 4e-121``
+        and ``2.6e120`` (float64's safe range; refused before any charge
+        otherwise); inside float32's safe range (about ``sqrt(d) 3e-33`` to
+        ``1.3e36``, with ``max_slope`` times the bound at least about
+        ``sqrt(d) 2e-31``) the rows are stored in float32, else in float64
+        (:func:`privtune.optim._losses.storage_dtype`).
     data_norm_l2 : float in (0, inf) or None, default=None
         Optional declared L2 bound: with Gaussian noise it overrides
         ``data_norm``; with Laplace noise it tightens ``L = R_2**2 / h + 1/(C n)``.
