@@ -11,6 +11,7 @@ the search itself (``fit``), ``_results.py`` what it exposes afterwards.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,11 +19,16 @@ import numpy as np
 
 from privtune.accounting import Accountant, Budget, ComposedEvent, SelfComposedEvent
 from privtune.accounting._composition import has_rdp_curve
-from privtune.exceptions import BudgetExceededError, InvalidParameterError
+from privtune.exceptions import BudgetExceededError, InvalidParameterError, PrivtuneWarning
 from privtune.model_selection._inputs import _as_labels, _as_space, _as_table, _max_distinct_candidates, _same_length
 from privtune.model_selection._scoring import BoundedScorer, make_bounded_scorer
 from privtune.model_selection._seeding import explicit_random_states
-from privtune.model_selection._training import check_training_estimator, estimator_accountant, per_fit_event
+from privtune.model_selection._training import (
+    check_training_estimator,
+    estimator_accountant,
+    per_fit_event,
+    public_fit_accountants,
+)
 from privtune.model_selection._utility import utility_warnings
 from privtune.space import Categorical, Integer, candidate_set
 from privtune.utils._random import check_random_state
@@ -166,6 +172,18 @@ class _SearchConfigMixin:
                     raise InvalidParameterError(
                         "Do not pass method_params['run_event'] with sensitive training data: the search takes each "
                         "run's training event from the estimator's declaration.")
+        else:
+            # Public training rows: the fits read no sensitive row, so the estimator's accountants are charged
+            # nothing; every fit, in this process or a worker, runs on a clone without them (see _training).
+            cfg["public_fit_accountants"] = public_fit_accountants(self.estimator, cfg["space"].names, owner=owner)
+            if cfg["public_fit_accountants"]:
+                names = ", ".join(sorted(cfg["public_fit_accountants"]))
+                warnings.warn(
+                    f"{owner}: {type(self.estimator).__name__}'s {names} is not charged: sensitive='validation' "
+                    "declares the training rows public, so the fits on them spend no privacy budget (each runs "
+                    "without it; best_estimator_ carries it again). If the training rows are sensitive, pass "
+                    "sensitive='both': every fit is then paid for up front and charged to it too.",
+                    PrivtuneWarning, stacklevel=3)
         return cfg
 
     def privacy_plan(self, n_validation: int, n_classes: int | None = None) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from privtune.model_selection._training import (
     charge_training_plan,
     check_candidate_plans,
     refuse_spent_training_study,
+    without_accountants,
 )
 from privtune.model_selection._utility import utility_warnings
 from privtune.space import candidate_set
@@ -107,7 +108,16 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         a cap shared across searches on the same rows: a plan it cannot pay
         for raises :class:`~privtune.exceptions.BudgetExceededError` before
         anything is read or spent. ``best_estimator_`` carries it again. A
-        search space may not set ``accountant`` then.
+        search space may not set ``accountant`` (with public training rows
+        neither). With public training rows (``sensitive="validation"``) the
+        fits read no sensitive row and the estimator's accountant (a nested
+        step's too) is charged nothing: every fit, in this process or a
+        worker, runs on a clone without it (each DP fit charges a throw-away
+        accountant of its own), ``best_estimator_`` carries it again, and a
+        :class:`~privtune.exceptions.PrivtuneWarning` says so before anything
+        is read. (Each fit used to charge it: worker processes, holding a
+        read-only copy, raised ``LedgerError``, and its ledger counted the
+        fits, with random stopping the secret number of runs.)
     search_space : SearchSpace or dict of {str: Real, Integer or Categorical}
         The hyperparameters to tune and their ranges (public).
     method : {"auto", "random", "prescreen", "noisy-ucb", "gp-ucb", "gp-ucb-exact", "lipschitz"}, default="auto"
@@ -468,6 +478,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         # the work on sensitive rows took).
         self._started_utc = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         cfg = self._validate_params()
+        # With public training rows the estimator's accountants are charged nothing: every fit (screening,
+        # candidates, refit; here or in a worker) is of a clone without them, and best_estimator_ gets them back.
+        cfg["fit_estimator"] = without_accountants(self.estimator, cfg.get("public_fit_accountants", {}))
         source = check_random_state(self.random_state, owner="PrivateSearchCV")
         # Whether workers may be processes is judged from the containers *as passed* (public structure): a list's
         # element type, or the types each part of a validation_size split gets, are read from the entries.
@@ -540,7 +553,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             self._check_epsilon_domain(cfg, scorer, m, self.score_sensitivity_, candidates)  # before any charge
             if cfg["method"] == "prescreen":  # public training rows only: free, and reproducible from the seeds
                 self._warn_low_utility(method, candidates, scorer)  # before the screening's first fit
-                candidates = screen_on_public_rows(self.estimator, method, scorer, candidates, X_tr, y_tr, seeds,
+                candidates = screen_on_public_rows(cfg["fit_estimator"], method, scorer, candidates, X_tr, y_tr, seeds,
                                                   fit_params, n_jobs=self.n_jobs, label=self._method_label(cfg))
             if study is not None:
                 journal = study.journal()
@@ -582,7 +595,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                                   X_tr.shape[1] if X_tr.ndim > 1 else 1)
         if cfg["method"] != "prescreen":  # prescreen warned before its screening fits
             self._warn_low_utility(method, candidates, scorer)  # before any data is read
-        estimator = self.estimator
+        estimator = cfg["fit_estimator"]  # self.estimator, without its accountants when the training rows are public
         error_score = self.error_score
         reuse = self._reuses_selected_fit(cfg, method, n_folds)
         fitted: dict[str, Any] = {}  # candidate -> its DP fit, when best_estimator_ reuses the selected one
@@ -791,6 +804,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             seeder.unseed(best, derived)
             if tickets is not None:  # the user's own accountant again (or None), not the spent ticket
                 best.set_params(accountant=own)
+            if cfg.get("public_fit_accountants"):  # public training rows: the user's accountants, never charged
+                best.set_params(**cfg["public_fit_accountants"])
             self.best_estimator_ = best
         self.ledger_ = tuple(accountant.entries) + (tuple(train_acc.entries) if train_acc is not None else ())
         self.privacy_spent_ = self._privacy_spent(accountant, train_acc)

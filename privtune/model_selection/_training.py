@@ -27,6 +27,11 @@ entry, before the search's training accountant and before the first fit
 (:func:`charge_training_plan`): it works as a cap shared across searches on the
 same rows, and a plan it cannot pay for is refused before anything is read or
 spent anywhere (:func:`estimator_accountant` refuses what cannot be charged).
+
+With public training rows (``sensitive="validation"``) no fit reads a
+sensitive row, and the estimator's accountants (nested ones too) are charged
+nothing: the search fits clones without them, serially or in workers alike,
+and gives them back on ``best_estimator_`` (:func:`public_fit_accountants`).
 """
 
 from __future__ import annotations
@@ -56,8 +61,8 @@ from privtune.exceptions import BudgetExceededError, InvalidParameterError, Ledg
 from privtune.utils._validation import check_real
 
 __all__ = ["PrepaidFitAccountant", "FitTickets", "charge_training_plan", "check_candidate_costs",
-           "check_training_estimator", "estimator_accountant", "per_fit_event", "refuse_spent_training_study",
-           "training_plan"]
+           "check_training_estimator", "estimator_accountant", "per_fit_event", "public_fit_accountants",
+           "refuse_spent_training_study", "training_plan", "without_accountants"]
 
 
 def refuse_spent_training_study(study: Any) -> None:
@@ -185,6 +190,59 @@ def check_training_estimator(estimator: Any, *, owner: str = "PrivateSearchCV") 
 
 def _sets_accountant(name: str) -> bool:
     return name == "accountant" or name.endswith("__accountant")
+
+
+def public_fit_accountants(estimator: Any, space_names: Any, *, owner: str = "PrivateSearchCV") -> dict[str, Any]:
+    """The accountants on an estimator whose training rows are public, which the search leaves uncharged (public).
+
+    With ``sensitive="validation"`` the training rows are public: a fit reads
+    no sensitive row, so there is nothing to charge for it. The search fits
+    clones without these accountants (:func:`without_accountants`; each DP fit
+    then charges a throw-away accountant of its own) and gives them back on
+    ``best_estimator_``. Charging them fit by fit made serial and parallel
+    runs differ (a worker process holds a read-only copy of an in-memory
+    accountant and raised ``LedgerError``) and made the ledger count the fits,
+    which with random stopping is the secret number of runs.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The search's estimator.
+    space_names : iterable of str
+        The hyperparameters of the search space.
+
+    Returns
+    -------
+    dict of {str: object}
+        Every ``accountant`` parameter (``accountant`` or ``<step>__accountant``,
+        from ``get_params(deep=True)``) that is not None, by name.
+
+    Raises
+    ------
+    InvalidParameterError
+        If the search space sets an ``accountant``: each candidate's fit would
+        charge the accountant it names, which the search cannot account for.
+    """
+    setters = sorted(n for n in space_names if _sets_accountant(str(n)))
+    if setters:
+        raise InvalidParameterError(
+            f"{owner}: the search space sets {', '.join(setters)}. The fits of a search read no sensitive row when "
+            "the training rows are public (sensitive='validation'), so no accountant of theirs is charged; with "
+            "sensitive training rows every fit is paid for up front. Remove it from the search space (and give "
+            "the estimator one accountant with sensitive='both' if the training rows are sensitive). Nothing was "
+            "read or spent.")
+    try:
+        params = estimator.get_params(deep=True)
+    except Exception:  # noqa: BLE001 - an estimator without deep params: look at its own only
+        params = estimator.get_params(deep=False)
+    return {name: value for name, value in params.items() if _sets_accountant(str(name)) and value is not None}
+
+
+def without_accountants(estimator: Any, accountants: dict[str, Any]) -> Any:
+    """A clone of ``estimator`` with each of ``accountants`` set to None (``estimator`` itself when there are none)."""
+    if not accountants:
+        return estimator
+    return clone(estimator).set_params(**{name: None for name in accountants})
 
 
 def estimator_accountant(estimator: Any, space_names: Any, *, owner: str = "PrivateSearchCV") -> Accountant | None:

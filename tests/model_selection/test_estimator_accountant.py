@@ -210,14 +210,21 @@ def test_a_pipeline_around_an_estimator_holding_an_accountant_is_refused_and_cha
     assert cap.entries == ()
 
 
-def test_public_training_rows_leave_the_estimators_accountant_to_its_own_fits():
-    """With public training rows no plan is prepaid: each fit charges the estimator's accountant itself (shared by
-    clone), as before."""
+def test_public_training_rows_charge_the_estimators_accountant_nothing():
+    """With public training rows no fit reads a sensitive row: the estimator's accountant is charged nothing (each
+    fit charged it before, and its ledger counted the fits), with a warning; best_estimator_ carries it again.
+    (tests/model_selection/test_public_rows_estimator_accountant.py: serial and parallel runs alike.)"""
+    from privtune.exceptions import PrivtuneWarning
+
     X_tr, y_tr, X_v, y_v = _data()
     cap = Accountant(Budget(10.0, 0.0))
-    s = PrivateSearchCV(CappedDP(epsilon=0.1, accountant=cap), SPACE, sensitive="validation", method="random",
-                        n_iter=3, n_candidates=4, random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
-    assert len(cap.entries) == 4 and s.training_accountant_ is None  # three candidates and the refit
+    FITS.clear()
+    with pytest.warns(PrivtuneWarning, match="is not charged"):
+        s = PrivateSearchCV(CappedDP(epsilon=0.1, accountant=cap), SPACE, sensitive="validation", method="random",
+                            n_iter=3, n_candidates=4, random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert cap.entries == () and s.training_accountant_ is None
+    assert len(FITS) == 4  # three candidates and the refit ran, each charging an accountant of its own
+    assert s.best_estimator_.accountant is cap and s.best_estimator_.accountant_ is not cap
 
 
 def test_a_cap_that_refuses_at_charge_time_leaves_the_search_ledger_untouched(tmp_path):
