@@ -9,6 +9,9 @@ This subpackage needs numpy and scipy only (it never imports torch).
 - :func:`candidate_set` / :class:`CandidateSet`: the finite set Λ over which
   the private Bayesian optimisation runs (scrambled Sobol points plus an
   optional user grid, de-duplicated).
+- :func:`as_search_space`: search spaces written for ``RandomizedSearchCV`` /
+  ``GridSearchCV`` (scipy.stats distributions, lists, lists of dicts),
+  translated exactly into the above.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 from privtune.space._candidates import CandidateSet, candidate_set
 from privtune.space._dimensions import Categorical, Dimension, Integer, Real
 from privtune.space._search_space import SearchSpace
+from privtune.space._translate import as_search_space
 
 __all__ = [
     "CandidateSet",
@@ -24,5 +28,6 @@ __all__ = [
     "Integer",
     "Real",
     "SearchSpace",
+    "as_search_space",
     "candidate_set",
 ]
