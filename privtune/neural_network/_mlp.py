@@ -224,7 +224,7 @@ class DPMLPClassifier(_ScorePredictMixin, _LogisticProbaMixin, ClassifierMixin, 
     ``classes`` to remove this condition). Floating point: each batch mean is
     summed in fixed blocks of 4 096 rows added with ``math.fsum`` and each
     mechanism is built with its sensitivity times a proven rounding factor
-    (about ``1 + m 2**-40``; :func:`privtune.optim.dp_blsgd`, "Floating
+    (at most about ``1 + m 2**-40``; :func:`privtune.optim.dp_blsgd`, "Floating
     point"), so the guarantee holds for the computed means, up to about 8.6e9
     rows per batch; it relies on the per-example losses and gradients of a row
     depending on that row and the weights only (``torch.func.vmap`` over rows

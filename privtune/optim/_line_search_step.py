@@ -238,7 +238,7 @@ def noisy_backtracking_line_search(
     ``math.fsum``) plus its public part, and the mechanism is built with
     ``Delta_q`` times a factor ``psi (1 + 2**-30)`` that provably covers the
     rounding of both (:mod:`privtune.optim._sums`; ``psi - 1`` is about
-    ``m 2**-40``), so the guarantee holds for the computed slacks, for any
+    ``m 2**-40`` at most), so the guarantee holds for the computed slacks, for any
     number of rows up to about ``8.6e9`` per batch (more is refused before
     any charge). It assumes the objective computes each row's loss from that
     row and ``w`` only (:class:`PerExampleObjective`).

@@ -43,8 +43,8 @@ two neighbouring computed means differ by at most
 :func:`rounding_factor` returns ``psi`` (rounded up; it also takes a per-term
 bound ``T`` above the nominal one, e.g. for the float64 norm check of a
 clipping), and the trainers pass ``psi`` times the exact sensitivity to their
-mechanisms: the noise grows by the factor ``psi`` (about ``1 + m 2**-40`` at
-``B = 4096``: ``1 + 1e-9`` at 1 000 rows, ``1 + 1e-6`` at 10**6), the privacy
+mechanisms: the noise grows by the factor ``psi`` (at most about ``1 + m 2**-40``;
+``1 + 1.1e-10`` at 1 000 rows and ``1 + 4.5e-7`` at 10**6 under replace-one), the privacy
 events do not change (they are relative to the sensitivity), and the
 guarantee holds for the computed values at every number of rows the trainers
 accept (``SUM_BLOCK (m + 2) <= 2**45``, i.e. ``psi - 1 <= 2**-6``: about

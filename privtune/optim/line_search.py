@@ -69,7 +69,7 @@ whatever the objective returns.
 
 **Floating point.** Every batch mean is summed in fixed blocks of 4 096 rows
 added with ``math.fsum``, and each mechanism is built with its exact
-sensitivity times a proven rounding factor ``psi`` (about ``1 + m 2**-40``;
+sensitivity times a proven rounding factor ``psi`` (at most about ``1 + m 2**-40``;
 :mod:`privtune.optim._sums`), so the guarantee holds for the computed means,
 not only for the exact ones, up to about 8.6e9 rows per batch. The line
 search's query is the mean of the rows' loss differences (its private part)
@@ -512,7 +512,7 @@ def dp_blsgd(
     and every mechanism (gradient, line search) is built with the exact
     sensitivity times a factor ``psi`` that provably covers the rounding of
     that sum and of the clipping (:mod:`privtune.optim._sums`; ``psi - 1`` is
-    about ``m 2**-40``: 1e-9 at 1 000 rows, 4.5e-7 at ``10**6``), plus a
+    at most about ``m 2**-40``: 1.1e-10 at 1 000 rows, 4.5e-7 at ``10**6``), plus a
     relative ``2**-30`` for the line-search queries' last addition (queries
     clipped to ``2**24`` grid steps). The charged events do not change. The
     guarantee then holds for the computed releases at every batch size up

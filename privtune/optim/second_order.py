@@ -458,7 +458,7 @@ def dp_second_order(
     sensitivity times a factor ``psi`` that provably covers that rounding,
     the float error of the rows' clipping and of the loss derivatives
     (:func:`privtune.optim._second_order_plan._rounding_factors`,
-    :mod:`privtune.optim._sums`; ``psi - 1`` is about ``m 2**-40``, and 0
+    :mod:`privtune.optim._sums`; ``psi - 1`` is at most about ``m 2**-40``, and 0
     for the Hessian with ``hessian_sensitivity="paper"`` when its ``sqrt(d)``
     already covers it). A line-search query is the mean over the rows of each
     row's loss decrease, clipped per row to ``min(B_g gamma ||d||, B)`` (so

@@ -185,7 +185,7 @@ def _gamma(k: int) -> Fraction:
 
 def test_rounding_factor_matches_its_formula_and_stays_small():
     """psi = 1 + 2 gamma_{B+2} m / f (plus negligible underflow terms), rounded up; psi - 1 <= 2**-6 up to the
-    largest sum accepted, and about 1e-9 at 1 000 rows (the noise is that much larger)."""
+    largest sum accepted, and about 1.1e-10 at 1 000 rows (the noise is that much larger)."""
     for m in (1, 1000, SUM_BLOCK, 10**5, 10**7, MAX_SUM_TERMS):
         psi = rounding_factor(terms=m, bound=1.0, divisor=float(m), factor=2.0, coordinates=10)
         k = min(m, SUM_BLOCK) + 2
