@@ -52,10 +52,11 @@ accountant only in that setting:
 * the line-search trainers adapt their per-step budgets inside a Rényi or zCDP
   filter of their own at one order fixed in advance (Feldman & Zrnic 2021,
   Thm. 3.1) and charge its cap here, once, before the run;
-* a callback that stops ``noisy-ucb`` early shortens its plan without changing
-  any event: the run is covered by the plan checked up front (the stopped
-  run is post-processing of the plan's run with the remaining observations
-  made on a constant; the ledger records only what was charged).
+* a callback that stops ``noisy-ucb`` early does not change its plan: the
+  observations it will not run are charged at the stop, as planned (the same
+  events, phase ``"observations_not_run"``), so the ledger holds the plan
+  fixed up front, whose total bounds the stopped run (each planned slot holds
+  a mechanism dominated by its event; after the stop, a constant).
 
 So within a search, :meth:`check` and :meth:`spend` compare a composition of
 events fixed in advance with the budget, and every bound, PLD included, is
