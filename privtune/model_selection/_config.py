@@ -74,10 +74,6 @@ class _SearchConfigMixin:
                                 check_real(self.validation_size, "validation_size", low=0.0, high=1.0, owner=owner)),
             "verbose": check_integer(self.verbose, "verbose", low=0, owner=owner),
         }
-        if cfg["n_candidates"] == 0 and not self.candidate_grid:
-            raise InvalidParameterError(
-                f"The 'n_candidates' parameter of {owner} may be 0 only with a candidate_grid (the candidate set is "
-                "then exactly the grid). Got n_candidates=0 and no grid.")
         if self.sensitive not in _SENSITIVE:
             raise InvalidParameterError(
                 f"The 'sensitive' parameter of {owner} must be one of {list(_SENSITIVE)}. Got {self.sensitive!r}.")
@@ -136,12 +132,29 @@ class _SearchConfigMixin:
             raise InvalidParameterError(f"The 'callbacks' parameter of {owner} must be a list of callables.")
         if self.method_params is not None and not isinstance(self.method_params, Mapping):
             raise InvalidParameterError(f"The 'method_params' parameter of {owner} must be a dict or None.")
-        cfg["space"] = _as_space(self.search_space)
-        unknown = set(cfg["space"].names) - set(self.estimator.get_params(deep=True))
+        if isinstance(self.estimator, type):
+            raise InvalidParameterError(
+                f"The 'estimator' parameter of {owner} must be an estimator instance; got the class "
+                f"{self.estimator.__name__}. Did you mean {self.estimator.__name__}()?")
+        if not hasattr(self.estimator, "get_params") or not hasattr(self.estimator, "fit"):
+            raise InvalidParameterError(
+                f"The 'estimator' parameter of {owner} must be a scikit-learn estimator (with fit and get_params); "
+                f"got {type(self.estimator).__name__}.")
+        own = self.estimator.get_params(deep=True)
+        cfg["space"], space_grid = _as_space(self.search_space, own)
+        unknown = set(cfg["space"].names) - set(own)
         if unknown:
             raise InvalidParameterError(
                 f"The search space names hyperparameters that {type(self.estimator).__name__} does not have: "
-                f"{sorted(unknown)}.")
+                + "; ".join(_unknown_name(name, own) for name in sorted(unknown)) + ".")
+        grid = list(space_grid or ()) + list(self.candidate_grid or ())
+        cfg["grid"] = grid or None
+        if space_grid is not None:  # a list of dicts (GridSearchCV's param_grid): exactly its points
+            cfg["n_candidates"] = 0
+        if cfg["n_candidates"] == 0 and not grid:
+            raise InvalidParameterError(
+                f"The 'n_candidates' parameter of {owner} may be 0 only with a candidate_grid (the candidate set is "
+                "then exactly the grid). Got n_candidates=0 and no grid.")
         cfg["scorer"] = make_bounded_scorer(self.scoring, score_bounds=self.score_bounds,
                                             score_sensitivity=self.score_sensitivity,
                                             min_class_size=self.min_class_size)
@@ -231,9 +244,9 @@ class _SearchConfigMixin:
         scorer = cfg["scorer"]
         source = check_random_state(self.random_state if isinstance(self.random_state, (int, np.integer)) else 0)
         seeds = [int(g.integers(2**63)) for g in (source.numpy_generator(), source.numpy_generator())]
-        candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=self.candidate_grid,
+        candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=cfg["grid"],
                                    random_state=np.random.default_rng(seeds[1]))
-        self._check_random_coverage(cfg, len(self.candidate_grid or ()), len(candidates))
+        self._check_random_coverage(cfg, len(cfg["grid"] or ()), len(candidates))
         k = cfg.get("cv")
         n_cls = self._n_classes(cfg) if n_classes is None else max(2, check_integer(
             n_classes, "n_classes", low=1, owner="PrivateSearchCV.privacy_plan"))
@@ -554,3 +567,11 @@ def _own_types(part: Any, labels: bool = False) -> Any:
     except Exception:  # noqa: BLE001 - a structure numpy cannot re-read: the part as it was
         return part
     return again if again.shape == part.shape else part  # cells that are sequences stay cells
+
+
+def _unknown_name(name: str, params: Mapping[str, Any]) -> str:
+    """``'nme'`` with a suggestion from the estimator's own parameter names (public), as the CLI does."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(params), n=1)
+    return f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")

@@ -18,18 +18,13 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import check_array
 
 from privtune.exceptions import InvalidParameterError
-from privtune.space import Dimension, SearchSpace
+from privtune.space import SearchSpace, as_search_space
 from privtune.utils._validation import keep_entry_types, label_entries
 
 
-def _as_space(search_space: Any) -> SearchSpace:
-    if isinstance(search_space, SearchSpace):
-        return search_space
-    if isinstance(search_space, Mapping) and all(isinstance(v, Dimension) for v in search_space.values()):
-        return SearchSpace(dict(search_space))
-    raise InvalidParameterError(
-        "The 'search_space' parameter of PrivateSearchCV must be a privtune.space.SearchSpace or a dict "
-        "{name: Real/Integer/Categorical}. Got " f"{type(search_space).__name__}.")
+def _as_space(search_space: Any, defaults: Mapping[str, Any]) -> tuple[SearchSpace, list[dict[str, Any]] | None]:
+    """The search space (and, for a list of dicts, its grid), as written for scikit-learn or privtune."""
+    return as_search_space(search_space, owner="PrivateSearchCV", defaults=defaults)
 
 
 def _as_table(X: Any, name: str) -> Any:

@@ -118,8 +118,14 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         is read. (Each fit used to charge it: worker processes, holding a
         read-only copy, raised ``LedgerError``, and its ledger counted the
         fits, with random stopping the secret number of runs.)
-    search_space : SearchSpace or dict of {str: Real, Integer or Categorical}
-        The hyperparameters to tune and their ranges (public).
+    search_space : SearchSpace, dict or list of dict
+        The hyperparameters to tune and their ranges (public): privtune's
+        ``Real`` / ``Integer`` / ``Categorical``, or what ``RandomizedSearchCV``
+        and ``GridSearchCV`` take, translated exactly without reading data
+        (scipy.stats ``uniform`` / ``loguniform`` / ``randint`` -> ``Real`` /
+        ``Integer``; a list -> ``Categorical``; a list of dicts of lists ->
+        exactly that grid's points, ``n_candidates`` then unused). See
+        :func:`privtune.space.as_search_space` and docs/coming_from_sklearn.md.
     method : {"auto", "random", "prescreen", "noisy-ucb", "gp-ucb", "gp-ucb-exact", "lipschitz"}, default="auto"
         The release method (see :mod:`privtune.bo`); ``"gp-ucb"`` is Kusner et al.'s
         Alg. 1 (conditional guarantee). ``"prescreen"`` (privtune's extension;
@@ -166,6 +172,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
     n_candidates : int, default=256
         Size of the scrambled-Sobol candidate set Lambda (before de-duplication).
         0 is allowed with a ``candidate_grid``: Lambda is then exactly the grid.
+        Unused when ``search_space`` is a list of dicts (a grid).
     candidate_grid : list of dict or None, default=None
         Extra candidate points (e.g. a user grid), added to Lambda, before the
         ``n_candidates`` Sobol points (which depend on ``random_state``); pass
@@ -518,7 +525,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         budget, train_budget = self._role_budgets(cfg)  # with cv the roles overlap: split, compose at the end
         # Everything that can refuse the configuration runs before a study row is created (and before any data).
         method = self._make_method(cfg, scorer, m, self.score_sensitivity_, budget)
-        self._check_random_coverage(cfg, len(self.candidate_grid or ()))
+        self._check_random_coverage(cfg, len(cfg["grid"] or ()))
         study = journal = None
         if self.storage is not None:
             from privtune.storage import StudyStorage
@@ -547,9 +554,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                 folds = list(KFold(n_splits=k, shuffle=True, random_state=seeds[0] % 2**32).split(X_tr))
             elif X_v is None:
                 X_tr, y_tr, X_v, y_v = self._split(X_tr, y_tr, m, np.random.default_rng(seeds[0]))
-            candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=self.candidate_grid,
+            candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=cfg["grid"],
                                        random_state=np.random.default_rng(seeds[1]))
-            self._check_random_coverage(cfg, len(self.candidate_grid or ()), len(candidates))
+            self._check_random_coverage(cfg, len(cfg["grid"] or ()), len(candidates))
             self._check_epsilon_domain(cfg, scorer, m, self.score_sensitivity_, candidates)  # before any charge
             if cfg["method"] == "prescreen":  # public training rows only: free, and reproducible from the seeds
                 self._warn_low_utility(method, candidates, scorer)  # before the screening's first fit
