@@ -287,28 +287,29 @@ def _clipped(value: Any, bounds: tuple[float, float]) -> float:
 
 
 def _labels_within_classes(view: IsolatedEstimator, X: Any, y: np.ndarray) -> np.ndarray:
-    """``y`` with every label outside ``classes_`` replaced by a class not predicted for its row (see above)."""
+    """``y`` as ``classes_`` entries, every label outside them replaced by a class not predicted for its row.
+
+    The result is always ``classes_[index]`` (the classes' own dtype), whatever
+    the labels hold: if the type of the labels the callable sees depended on
+    whether some label were outside the classes, one row could switch every
+    other row's type (object-dtype integer labels, which scikit-learn's metrics
+    refuse, became integers).
+    """
     classes = getattr(view, "classes_", None)
     if classes is None:
-        if y.dtype.kind in "fc" and not np.isfinite(y).all():
+        if y.dtype.kind in "fc":
             return np.where(np.isfinite(y), y, 0)
         return y
     classes = np.asarray(classes)
-    index, inside = match_declared_labels(y, classes)
-    if inside.all() or len(classes) == 0:
+    if len(classes) == 0:
         return y
-    pred = np.asarray(view.predict(X))
-    try:
-        dtype = object if object in (y.dtype, classes.dtype) else np.result_type(y.dtype, classes.dtype)
-    except TypeError:  # numbers and strings: keep each entry as it is
-        dtype = object
-    out = y.astype(dtype, copy=True)
-    for i in np.flatnonzero(~inside):
-        other = [c for c in classes.tolist() if not _same_label(c, pred[i])]
-        out[i] = other[0] if other else classes[0]
-    if out.dtype == object and classes.dtype != object:  # every entry now equals a class: the classes' own type
-        return classes[match_declared_labels(out, classes)[0]]
-    return out
+    index, inside = match_declared_labels(y, classes)
+    if not inside.all():
+        pred = np.asarray(view.predict(X))
+        for i in np.flatnonzero(~inside):
+            other = [j for j, c in enumerate(classes.tolist()) if not _same_label(c, pred[i])]
+            index[i] = other[0] if other else 0
+    return classes[index]
 
 
 def _same_label(a: Any, b: Any) -> bool:

@@ -21,7 +21,7 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.model_selection._search import BaseSearchCV
 
-from privtune.accounting import Accountant
+from privtune.accounting import Accountant, ComposedEvent
 from privtune.exceptions import (
     BudgetExceededError,
     InvalidParameterError,
@@ -530,6 +530,13 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         if self.storage is not None:
             from privtune.storage import StudyStorage
 
+            # an epsilon outside the method's domain must not leave a study row behind (its name would be locked to
+            # the refused configuration): checked first on a candidate set of the same public size, before the
+            # study is opened (and again below on the study's own candidates)
+            probe = candidate_set(cfg["space"], cfg["n_candidates"], grid=cfg["grid"],
+                                  random_state=np.random.default_rng(0))
+            self._check_epsilon_domain(cfg, scorer, m, self.score_sensitivity_, probe)
+
             n_features = X_tr.shape[1] if X_tr.ndim > 1 else 1
             study = StudyStorage(self.storage).open(self.study_name or "default",
                                                     self._public_config(cfg, m, (n_train, n_features)))
@@ -743,6 +750,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
 
         own = cfg.get("own_accountant")  # the estimator's own accountant: charged the same plan, first
         if train_acc is not None:  # the whole training plan, charged before the first fit reads a row
+            if own is not None and own is not accountant:  # a validation plan that cannot be paid charges nothing
+                accountant.check(ComposedEvent(events=tuple(ev for ev, _ in method.plan(candidates))))
             charge_training_plan(train_acc, train_plan, own,
                                  validation_plan=method.plan(candidates) if own is accountant else None)
         t_search = time.perf_counter()

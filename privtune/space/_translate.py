@@ -23,7 +23,10 @@ over the choices), the distributions ``RandomizedSearchCV`` draws from. Other
 distributions (``norm``, ``expon``, a shifted ``loguniform``) have no bounded
 uniform equivalent and are refused, with the message naming the key. A list of
 dicts is read as ``GridSearchCV``'s ``param_grid``: the union of the grids of
-its dicts, each a Cartesian product; a key a dict leaves out keeps the
+its dicts, each a Cartesian product (one dict of lists is read as
+``RandomizedSearchCV`` reads it: its candidates are drawn from the product, up
+to ``n_candidates`` of them; to search every point, as ``GridSearchCV`` does,
+pass ``[param_grid]``); a key a dict leaves out keeps the
 estimator's own value (as in scikit-learn, where the estimator's parameter is
 then not set), so that value joins that key's choices.
 """
@@ -155,13 +158,17 @@ def _from_distribution(key: Any, dist: Any, owner: str) -> Dimension:
         lo, hi = (float(v) for v in dist.support())
     except Exception:  # noqa: BLE001 - an unusual frozen object: refused below with its name
         name, loc, scale, lo, hi = f"{name} (unreadable)", 0.0, 1.0, float("nan"), float("nan")
-    if name == "uniform" and np.isfinite([lo, hi]).all() and lo < hi:
-        return Real(lo, hi)
-    if name in ("loguniform", "reciprocal") and loc == 0 and scale == 1 and 0 < lo < hi < np.inf:
-        return Real(lo, hi, log=True)
-    if name == "randint" and np.isfinite([lo, hi]).all():
-        low, high = int(lo), int(hi)
-        return Integer(low, high) if low < high else Categorical([low])
+    try:
+        if name == "uniform" and np.isfinite([lo, hi]).all() and lo < hi:
+            return Real(lo, hi)
+        if name in ("loguniform", "reciprocal") and loc == 0 and scale == 1 and 0 < lo < hi < np.inf:
+            return Real(lo, hi, log=True)
+        if name == "randint" and np.isfinite([lo, hi]).all():
+            low, high = int(lo), int(hi)
+            return Integer(low, high) if low < high else Categorical([low])
+    except InvalidParameterError as exc:  # e.g. integers beyond 2**52: say which key
+        raise InvalidParameterError(
+            f"The search space of {owner} gives {key!r} scipy.stats.{name} on [{lo!r}, {hi!r}]: {exc}") from None
     why = "it is unbounded or not uniform on its bounds"
     if name in ("loguniform", "reciprocal"):
         why = f"it is shifted or scaled (loc={loc!r}, scale={scale!r}), so it is not log-uniform on its bounds"

@@ -239,3 +239,19 @@ def test_a_declared_callable_that_fails_for_every_set_scores_the_lower_bound():
     scorer = make_bounded_scorer(lambda e, X, y: e.transform(X), score_bounds=(0.0, 1.0), score_sensitivity=0.1)
     assert scorer(est, X, est.predict(X)) == 0.0
     assert math.isfinite(scorer(est, X, est.predict(X)))
+
+
+def test_the_labels_a_declared_callable_sees_have_one_type_whatever_one_row_holds():
+    """Object-dtype integer labels (which scikit-learn's metrics refuse) were handed over as they were, unless one
+    label was outside classes_, which turned every label into an integer: one row moved f1 from 0.0 (the lower
+    bound) to 0.99 (found by a review)."""
+    est, rng = _fitted_lr()
+    m = 100
+    X = rng.normal(size=(m, 3))
+    y = est.predict(X).astype(object)
+    scorer = make_bounded_scorer(make_scorer(f1_score), score_bounds=(0.0, 1.0), score_sensitivity=4 / m)
+    clean = scorer(est, X, y)
+    y2 = y.copy()
+    y2[5] = 7
+    assert clean == 1.0
+    assert abs(scorer(est, X, y2) - clean) <= 4 / m

@@ -66,6 +66,7 @@ def test_a_list_of_dicts_is_grid_search_cvs_param_grid():
     ([], "Got an empty list"),
     ([{"C": st.uniform(0, 1)}], "every value must be a list of choices"),
     ([{"C": [1]}, {"gamma": [1]}], "leaves out 'gamma'"),
+    ({"n": st.randint(0, 2**60)}, "gives 'n' scipy.stats.randint"),
 ])
 def test_anything_else_is_refused_naming_the_key_its_type_and_the_accepted_forms(space, needle):
     with pytest.raises(InvalidParameterError) as err:
