@@ -39,6 +39,9 @@ CANNOT_RUN: dict[str, str] = {
     "make demo": "sets up a virtual environment (what CI's fresh clone does); privtune demo itself runs below "
                  "and in tests/cli/test_cli.py",
     "make test": "runs this very test suite (CI runs it through .ci/run)",
+    "pip install torch==2.13.0": "installs into the current environment; tests/test_install_commands.py runs the "
+                                 "README's install block in a fresh virtual environment",
+    "pip install .": "the same (tests/test_install_commands.py)",
 }
 
 
