@@ -11,6 +11,8 @@ scoring                     bounds              sensitivity
 ``"neg_zero_one_loss"``     [-1, 0]             1 / m   (``"zero_one_loss"`` is accepted as an alias)
 ``"balanced_accuracy"``     [0, 1]              2 / (K * min_class_size)   (declared ``min_class_size``)
 ``"neg_log_loss"``          [-C, 0]             C / m   (per-row losses clipped to [0, C] = -score_bounds[0])
+``"r2"``                    declared            declared ``score_sensitivity`` (required)
+``"roc_auc"``               [0, 1] or declared  declared ``score_sensitivity`` (required)
 callable                    declared            (upper - lower) / m, or a declared ``score_sensitivity``
 ==========================  ==================  ====================================================
 
@@ -28,7 +30,19 @@ two classes, and the K recalls are averaged. A callable scorer's bounds and
 sensitivity are the user's declaration: ``(upper - lower) / m`` is valid when the
 score is a mean of per-row terms within the bounds; otherwise pass
 ``score_sensitivity``. Scores that are not means of bounded per-row terms
-(``r2``, ``roc_auc``) are refused unless their sensitivity is declared.
+(``r2``, ``roc_auc``) need a declared ``score_sensitivity`` (and ``r2``
+declared ``score_bounds``): they are then computed like a callable with a
+declared sensitivity (below), by privtune's own total versions of the two
+statistics (:func:`_r2_declared`, :func:`_roc_auc_declared`), and the
+declaration is the user's, as for a callable. No sensitivity is proven for
+them: ``r2`` divides by the variance of the validation targets, so one row can
+move it over the whole declared range (declare ``upper - lower`` unless the
+data's public bounds prove less); for ``roc_auc``, replacing one row (its label
+and its score) moves the statistic by at most ``1 / n_pos + 1 / (n_neg + 1)``
+(or the same with the classes swapped), so ``2 / M`` holds when every
+validation set the guarantee covers has at least ``M`` rows of each class --
+an assumption about the data that privtune does not enforce (unlike
+``balanced_accuracy``'s ``min_class_size``, whose denominators do).
 
 Failure paths (row isolation). A sensitivity bounds how much *one row's term*
 can move, so one row must never be able to move the whole score, nor change how
@@ -95,14 +109,18 @@ from privtune.model_selection._isolation import (
     take_entries,
     take_rows,
 )
-from privtune.utils._validation import check_integer, check_real, match_declared_labels
+from privtune.utils._validation import check_integer, check_real, entrywise_float, match_declared_labels
 
 __all__ = ["BoundedScorer", "make_bounded_scorer", "BUILTIN_SCORERS"]
 
-BUILTIN_SCORERS = ("accuracy", "balanced_accuracy", "neg_zero_one_loss", "zero_one_loss", "neg_log_loss")
-_REFUSED = {
-    "r2": "r2 divides by the variance of the validation targets, so one record can move it without bound",
-    "roc_auc": "roc_auc is a ranking statistic whose sensitivity depends on the private class sizes",
+BUILTIN_SCORERS = ("accuracy", "balanced_accuracy", "neg_zero_one_loss", "zero_one_loss", "neg_log_loss", "r2",
+                   "roc_auc")
+#: Built-in scores that are not means of bounded per-row terms: they need a declared sensitivity.
+_DECLARED_ONLY = {
+    "r2": "r2 divides by the variance of the validation targets, so one record can move it over the whole score "
+          "range",
+    "roc_auc": "roc_auc is a ranking statistic whose sensitivity depends on the private class sizes (about 2 / M "
+               "when every validation set has at least M rows of each class)",
 }
 
 
@@ -400,12 +418,11 @@ def make_bounded_scorer(
                 "reads a score's range off the data.")
         return BoundedScorer(getattr(scoring, "__name__", "custom"), bounds, scoring, width=bounds[1] - bounds[0],
                              **fixed)
-    if fixed and isinstance(scoring, str) and scoring not in _REFUSED:  # a built-in with a proven rule: a floor
+    if isinstance(scoring, str) and scoring in _DECLARED_ONLY:
+        return _declared_only_scorer(scoring, bounds, fixed)
+    if fixed and isinstance(scoring, str) and scoring in BUILTIN_SCORERS:  # a built-in with a proven rule: a floor
         proven = make_bounded_scorer(scoring, score_bounds=score_bounds, min_class_size=min_class_size)
         return dataclasses.replace(proven, rule="fixed", value=fixed["value"], proven=proven)
-    if isinstance(scoring, str) and scoring in _REFUSED and not fixed:
-        raise InvalidParameterError(
-            f"scoring={scoring!r} is not supported without a declared 'score_sensitivity': {_REFUSED[scoring]}.")
     if scoring == "accuracy":
         return BoundedScorer("accuracy", (0.0, 1.0), None, row_term=_correct, row_worst=0.0, **fixed)
     if scoring in ("neg_zero_one_loss", "zero_one_loss"):
@@ -430,3 +447,79 @@ def make_bounded_scorer(
     raise InvalidParameterError(
         f"The 'scoring' parameter of {owner} must be one of {list(BUILTIN_SCORERS)} or a callable "
         f"(estimator, X, y) -> float with declared 'score_bounds'. Got {scoring!r} instead.")
+
+
+def _declared_only_scorer(scoring: str, bounds: tuple[float, float] | None, fixed: dict[str, Any]) -> BoundedScorer:
+    """``"r2"`` / ``"roc_auc"``: a declared sensitivity (and, for r2, declared bounds) is required."""
+    example = "score_sensitivity=..., score_bounds=(-1.0, 1.0)" if scoring == "r2" else "score_sensitivity=2 / M"
+    if not fixed:
+        raise InvalidParameterError(
+            f"scoring={scoring!r} needs a declared 'score_sensitivity' (it is not a mean of bounded per-row terms: "
+            f"{_DECLARED_ONLY[scoring]}); declare one you can justify for your data, e.g. PrivateSearchCV(..., "
+            f"scoring={scoring!r}, {example}). See privtune.model_selection._scoring.")
+    if scoring == "r2":
+        if bounds is None:
+            raise InvalidParameterError(
+                "scoring='r2' needs declared 'score_bounds' (lower, upper) as well as its score_sensitivity: r2 is "
+                "unbounded below, and privtune clips every score to declared bounds, e.g. score_bounds=(-1.0, 1.0).")
+        return BoundedScorer("r2", bounds, _r2_declared, width=bounds[1] - bounds[0], **fixed)
+    bounds = (0.0, 1.0) if bounds is None else bounds
+    return BoundedScorer("roc_auc", bounds, _roc_auc_declared, width=bounds[1] - bounds[0], **fixed)
+
+
+def _finite_floats(values: Any) -> np.ndarray:
+    """``values`` as float64 entry by entry, each entry that is not a finite number 0.0 (a row-by-row map)."""
+    out = entrywise_float(values)
+    return np.where(np.isfinite(out), out, 0.0)
+
+
+def _r2_declared(estimator: Any, X: Any, y: Any) -> float:
+    """R² (scikit-learn's ``r2_score``, outputs averaged uniformly) that is finite whatever the rows hold.
+
+    Labels and predictions are read entry by entry, a non-number or non-finite
+    entry being 0.0 (row by row, so neighbouring sets stay neighbours); both are
+    divided by the largest magnitude among them before squaring (R² does not
+    change, and no square overflows); constant targets give 1.0 for a perfect
+    prediction, else 0.0 (scikit-learn's ``force_finite``).
+    """
+    t = _finite_floats(y)
+    p = _finite_floats(estimator.predict(X))
+    if t.shape[0] != p.shape[0] or t.size != p.size:
+        raise ValueError("prediction shape mismatch")
+    t, p = t.reshape(t.shape[0], -1), p.reshape(t.shape[0], -1)
+    scale = float(max(np.max(np.abs(t), initial=0.0), np.max(np.abs(p), initial=0.0)))
+    if scale > 0.0:
+        t, p = t / scale, p / scale
+    res = np.sum((t - p) ** 2, axis=0)
+    tot = np.sum((t - np.mean(t, axis=0)) ** 2, axis=0)
+    with np.errstate(all="ignore"):
+        r2 = np.where(tot > 0.0, 1.0 - res / np.where(tot > 0.0, tot, 1.0), np.where(res == 0.0, 1.0, 0.0))
+    return float(np.mean(r2))
+
+
+def _roc_auc_declared(estimator: Any, X: Any, y: Any) -> float:
+    """Binary ROC AUC of ``decision_function`` (else ``predict_proba``'s second column), total on every input.
+
+    The positive class is ``classes_[1]``, as in scikit-learn's ``"roc_auc"``
+    scorer; a label equal to neither class counts as negative (the search maps
+    such labels into ``classes_`` first). A validation set holding one class
+    only scores 0.5 (chance), where scikit-learn's is undefined. An estimator
+    without exactly two ``classes_`` raises (its score is then the lower bound:
+    public, from the fitted model's classes).
+    """
+    from sklearn.metrics import roc_auc_score
+
+    classes = getattr(estimator, "classes_", None)
+    if classes is None or len(classes) != 2:
+        raise ValueError("scoring='roc_auc' is for binary classifiers (two classes_)")
+    if hasattr(estimator, "decision_function"):
+        scores = np.asarray(estimator.decision_function(X), dtype=float)
+    else:
+        scores = np.asarray(estimator.predict_proba(X), dtype=float)[:, 1]
+    index, inside = match_declared_labels(np.asarray(y), np.asarray(classes))  # entry by entry: never raises
+    positive = inside & (index == 1)
+    if scores.shape != positive.shape:
+        raise ValueError("decision_function / predict_proba shape mismatch")
+    if positive.all() or not positive.any():
+        return 0.5
+    return float(roc_auc_score(positive, np.where(np.isfinite(scores), scores, 0.0)))
