@@ -361,7 +361,8 @@ def _budget(args: argparse.Namespace) -> int:
         f"privtune budget -- {cfg.path.name}: method {plan['method']}, {cfg.search.n_iter} evaluations over "
         f"{plan['n_candidates']} candidates"
         + ("" if plan["n_candidates_exact"] else " (after de-duplication in one draw; an unseeded run's count varies)"),
-        f"  validation size m = {m} ({source}); classes = {plan['n_classes']}; no data values were read",
+        f"  validation size m = {m} ({source}); no data values were read",
+        *_classes_lines(cfg, search, plan["n_classes"]),
         f"  score: {cfg.search.scoring}, sensitivity {plan['score_sensitivity']:.6g} per replaced row",
         "  planned spend per phase:",
         *_budget_lines(plan["phases"], plan["total"]),
@@ -381,10 +382,36 @@ def _budget(args: argparse.Namespace) -> int:
         *[f"    {name:<36s} {value:.6g}" for name, value in plan["noise"].items()],
     ]
     lines += [f"  warning: {text}" for text in plan["warnings"]]
-    if cfg.search.scoring == "balanced_accuracy" and cfg.data.n_classes is None and cfg.data.bundled is None:
-        lines.append("  note: data.n_classes is not declared; the sensitivity assumes 2 classes")
     print("\n".join(lines))
     return EXIT_OK
+
+
+def _classes_lines(cfg: Any, search: Any, k: int) -> list[str]:
+    """Where the K of balanced accuracy's sensitivity comes from (the only score that uses one); public.
+
+    The plan's ``n_classes`` is that K, not the number of classes in the data: a split of one table, or sensitive
+    training rows, use the estimator's declared label set, else 2 (the most conservative), whatever the data hold.
+    """
+    if cfg.search.scoring != "balanced_accuracy" or cfg.search.score_sensitivity is not None:
+        return []
+    from privtune.base import get_privacy_tags
+    from privtune.config import BUNDLED_DATASETS
+
+    data = cfg.data
+    known = data.n_classes if data.n_classes is not None else (
+        BUNDLED_DATASETS[data.bundled][2] if data.bundled is not None else None)
+    tags = get_privacy_tags(search.estimator)
+    if data.sensitive != "validation" and tags is not None and tags.classes_param is not None:
+        why = "the estimator's declared label set, estimator.params.classes"
+    elif data.sensitive == "validation" and data.validation is not None:
+        why = ("data.n_classes" if data.n_classes is not None else f"bundled {data.bundled}" if known else
+               "data.n_classes is not declared: 2, the most conservative")
+        why += "; tune counts the classes of the public training file, which can only lower the noise"
+    else:
+        where = "sensitive training rows" if data.sensitive != "validation" else "a split of one table"
+        why = (f"{where}: the labels are not read to count classes, so 2, the most conservative"
+               + (f"; the data's {known} classes are not used" if known is not None and known != k else ""))
+    return [f"  classes in balanced accuracy's sensitivity: K = {k} ({why})"]
 
 
 # -- report -------------------------------------------------------------------------------------------
