@@ -125,8 +125,10 @@ def _plan_error(exc: Exception) -> CLIError:
     msg = str(exc)
     if isinstance(exc, BudgetExceededError):
         if "training role" in msg:
+            core = getattr(exc, "accountant_refusal", msg)  # the search's own text speaks Python
             return CLIError(f"estimator.params.epsilon (or search.n_iter, search.epsilon): the training budget "
-                            f"cannot cover the training fits: {msg}")
+                            f"cannot cover the training fits (every candidate fit at estimator.params.epsilon, "
+                            f"paid up front): {core}")
         return CLIError(f"search.epsilon / search.delta: the budget cannot cover the planned phases: {msg}")
     m = re.search(r"'([a-z_]+)' parameter", msg)
     name = m.group(1) if m else ""
@@ -157,7 +159,10 @@ def _plan(search: Any, n_validation: int, n_classes: int, *, split: bool) -> dic
         err = _plan_error(exc)
         largest = _largest_fit_epsilon(search, n_validation, k) if "training role" in str(exc) else None
         if largest is not None:
-            err = CLIError(f"{err} The largest estimator.params.epsilon this plan affords is {_floor4(largest)}.")
+            set_eps = search.estimator.get_params(deep=False).get("epsilon")
+            err = CLIError(f"{err} The largest estimator.params.epsilon this plan affords is {_floor4(largest)} "
+                           f"(estimator.params.epsilon = {set_eps!r} now); or lower search.n_iter, or raise "
+                           "search.epsilon. Nothing was read or spent.")
         raise err from None
     except PrivtuneError as exc:
         raise _plan_error(exc) from None

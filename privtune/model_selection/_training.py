@@ -545,15 +545,73 @@ def training_plan(one_fit: PrivacyEvent, *, n_fits: int, refit: bool,
     return plan
 
 
+def floor_digits(x: float, digits: int = 4) -> float:
+    """``x`` rounded *down* to ``digits`` significant digits (a printed budget a user copies must not round up)."""
+    if not (math.isfinite(x) and x > 0):
+        return x
+    step = 10.0 ** (math.floor(math.log10(x)) - (digits - 1))
+    return float(f"{math.floor(x / step) * step:.{digits}g}")
+
+
+def fit_epsilon_param(estimator: Any) -> str | None:
+    """The name (for ``set_params``) of the parameter that prices one fit, ``"epsilon"``; None if there is none."""
+    return "epsilon" if "epsilon" in estimator.get_params(deep=False) else None
+
+
+def _fit_label(estimator: Any, epsilon: Any = None) -> str:
+    """``DPLogisticRegression(epsilon=1.0)``: the estimator as the user writes it, at its or the given epsilon."""
+    key = fit_epsilon_param(estimator)
+    if key is None:
+        return type(estimator).__name__
+    value = estimator.get_params(deep=False)[key] if epsilon is None else epsilon
+    return f"{type(estimator).__name__}({key}={value!r})"
+
+
 def unaffordable_message(exc: Exception, *, n_fits: int | None, one_fit_budget: Budget, budget: Budget,
-                         refit: bool = True) -> str:
-    """A refusal that names what to change (public quantities only)."""
-    what = (f"{n_fits} fits at epsilon={one_fit_budget.epsilon:.4g}" if n_fits is not None
-            else f"the randomly stopped runs, each a fit at epsilon={one_fit_budget.epsilon:.4g}")
-    return (f"The training role cannot pay for its plan ({what}{', plus the refit' if refit else ''}) within the "
-            "training budget "
-            f"epsilon={budget.epsilon:.4g}, delta={budget.delta:.3g}: {exc} Lower the estimator's per-fit "
-            "'epsilon' (config key estimator.params.epsilon), lower n_iter, set refit=False, or raise epsilon.")
+                         refit: bool = True, estimator: Any = None, largest: float | None = None,
+                         why_no_figure: str | None = None) -> str:
+    """A refusal in Python's vocabulary: what the plan is, the per-fit epsilon set, the largest that fits (public).
+
+    Parameters
+    ----------
+    largest : float or None
+        The largest per-fit ``epsilon`` whose plan fits (already rounded down
+        and checked), or None with ``why_no_figure`` saying why there is none.
+    """
+    label = _fit_label(estimator) if estimator is not None else "the estimator"
+    what = (f"{n_fits} candidate fits" if n_fits is not None else "the randomly stopped runs (a fit each)")
+    plan = (f"{what}{' and the refit' if refit else ''} of {label} (each an (epsilon={one_fit_budget.epsilon:.4g}, "
+            f"delta={one_fit_budget.delta:.3g})-DP fit)")
+    msg = (f"The training role cannot pay for its plan within the training budget epsilon={budget.epsilon:.4g}, "
+           f"delta={budget.delta:.3g}: {plan}. {str(exc).replace(' Nothing was spent.', '')}")
+    key = fit_epsilon_param(estimator) if estimator is not None else None
+    others = "lower n_iter" + (", set refit=False" if refit else "") + ", or raise PrivateSearchCV's epsilon"
+    if largest is not None and key is not None:
+        msg += (f" The largest per-fit epsilon this plan affords is {largest:.4g}: use "
+                f"{_fit_label(estimator, largest)} (search.set_params(estimator__{key}={largest:.4g})), or {others}.")
+    else:
+        msg += f" Lower {label}'s per-fit epsilon{f' ({why_no_figure})' if why_no_figure else ''}, or {others}."
+    return msg + " Nothing was read or spent."
+
+
+def _plan_refusal(plan: list[tuple[PrivacyEvent, str]], acc: Accountant,
+                  own: Accountant | None) -> tuple[BudgetExceededError, bool] | None:
+    """Why the training plan cannot be paid: (the refusal, whether the estimator's own accountant refused), or None.
+
+    Checks only (nothing is charged): the training budget first, then the
+    estimator's own accountant, as :func:`charge_training_plan` will charge them.
+    """
+    events = tuple(ev for ev, _ in plan)
+    try:
+        acc.check(ComposedEvent(events=events))
+    except BudgetExceededError as exc:
+        return exc, False
+    if own is not None:
+        try:
+            own.check(ComposedEvent(events=events, relation=own.relation))
+        except BudgetExceededError as exc:
+            return exc, True
+    return None
 
 
 def is_finite_budget(budget: Budget) -> bool:
@@ -662,6 +720,58 @@ class _TrainingRoleMixin:
             lo, hi = (mid, hi) if fits(mid) else (lo, mid)
         return float(lo)
 
+    def _largest_affordable(self, cfg: dict[str, Any], method: Any, candidates: Any, budget: Budget,
+                            n_fits: int | None, refit_fit: bool, n_folds: int) -> tuple[float | None, str | None]:
+        """The largest per-fit epsilon whose training plan both accountants accept, rounded down (public).
+
+        The same plan as :meth:`_training_role` builds (the same fits, refit and
+        random-stopping event), at a trial ``epsilon`` of the estimator, checked
+        against the training budget and the estimator's own accountant: so the
+        figure is what ``fit`` accepts (the validation role does not depend on
+        the estimator's epsilon, except with ``cv`` and random stopping, where a
+        run's event is the validation release's too: there no figure is given,
+        :meth:`largest_fit_epsilon` answers from the validation size). Bisection
+        to a relative 1e-4, as :meth:`largest_fit_epsilon`, then rounded down to
+        four significant digits (and checked again).
+
+        Returns
+        -------
+        (float or None, str or None)
+            The figure, or None and why there is none (for the message).
+        """
+        key = fit_epsilon_param(self.estimator)
+        if key is None:
+            return None, None
+        if any(str(n) == key or str(n).endswith("__" + key) for n in cfg["space"].names):
+            return None, "the search space sets it: narrow its range"
+        if cfg["stopping"] and n_folds > 1:
+            return None, "search.largest_fit_epsilon(n_validation) gives the largest this plan affords"
+        own = cfg.get("own_accountant")
+
+        def fits(eps: float) -> bool:
+            try:
+                trial = clone(self.estimator).set_params(**{key: eps})
+                one_fit = per_fit_event(trial)[0]
+                event = (method.selection_event(one_fit, label="best of a secret number of DP fits")
+                         if cfg["stopping"] else None)
+                plan = training_plan(one_fit, n_fits=n_fits or 0, refit=refit_fit, stopping_event=event)
+                return _plan_refusal(plan, Accountant(budget), own) is None
+            except (PrivtuneError, ArithmeticError, ValueError, TypeError):
+                return False
+
+        top = budget.epsilon if math.isfinite(budget.epsilon) else 1e6
+        lo = top * 1e-6
+        if not fits(lo):
+            return None, (f"not even a per-fit epsilon of {lo:.3g} fits this plan: lower n_iter first")
+        if fits(top):
+            return floor_digits(top), None
+        hi = top
+        while hi > lo * (1.0 + 1e-4):
+            mid = math.sqrt(lo * hi)
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        shown = floor_digits(lo)
+        return (shown if shown > 0 and fits(shown) else lo), None
+
     def _training_role(self, cfg: dict[str, Any], method: Any, candidates: Any, budget: Budget,
                        n_folds: int = 1, ledger: Ledger | None = None
                        ) -> tuple[Accountant | None, list[Any], FitTickets | None]:
@@ -697,21 +807,25 @@ class _TrainingRoleMixin:
         acc = Accountant(budget, ledger=ledger)
         own = cfg.get("own_accountant")
         if plan:
-            try:
-                acc.check(ComposedEvent(events=tuple(ev for ev, _ in plan)))
-            except BudgetExceededError as exc:
-                raise BudgetExceededError(
-                    unaffordable_message(exc, n_fits=n_fits, one_fit_budget=one_budget, budget=budget,
-                                         refit=refit_fit),
-                    requested=exc.requested, spent=exc.spent, ceiling=exc.ceiling) from None
-            if own is not None:  # the estimator's own accountant pays the same plan (charge_training_plan)
-                try:
-                    own.check(ComposedEvent(events=tuple(ev for ev, _ in plan), relation=own.relation))
-                except BudgetExceededError as exc:
-                    raise BudgetExceededError(
-                        "The estimator's own accountant (its 'accountant' parameter), which a search on sensitive "
-                        f"training rows charges its whole training plan as well, cannot pay for it: {exc} Nothing "
-                        "was read or spent. Raise that accountant's budget, lower the estimator's per-fit "
-                        "'epsilon' or n_iter, or give the estimator a fresh accountant.",
-                        requested=exc.requested, spent=exc.spent, ceiling=exc.ceiling) from None
+            refusal = _plan_refusal(plan, acc, own)
+            if refusal is not None:
+                exc, by_own = refusal
+                largest, why = self._largest_affordable(cfg, method, candidates, budget, n_fits, refit_fit, n_folds)
+                if by_own:  # the estimator's own accountant pays the same plan (charge_training_plan)
+                    figure = (f" The largest per-fit epsilon it affords is {largest:.4g}: use "
+                              f"{_fit_label(self.estimator, largest)}." if largest is not None else "")
+                    text = ("The estimator's own accountant (its 'accountant' parameter), which a search on "
+                            "sensitive training rows charges its whole training plan as well, cannot pay for it: "
+                            f"{exc} Nothing was read or spent.{figure} Raise that accountant's budget, lower "
+                            f"{_fit_label(self.estimator)}'s per-fit epsilon or n_iter, or give the estimator a "
+                            "fresh accountant.")
+                else:
+                    text = unaffordable_message(exc, n_fits=n_fits, one_fit_budget=one_budget, budget=budget,
+                                                refit=refit_fit, estimator=self.estimator, largest=largest,
+                                                why_no_figure=why)
+                err = BudgetExceededError(text, requested=exc.requested, spent=exc.spent, ceiling=exc.ceiling)
+                # for the command line, which says the same in its configuration's keys
+                err.largest_fit_epsilon = largest  # type: ignore[attr-defined]
+                err.accountant_refusal = str(exc)  # type: ignore[attr-defined]
+                raise err from None
         return acc, plan, FitTickets(one_budget, n_fits)
