@@ -150,7 +150,7 @@ def screen_on_public_rows(estimator: Any, method: Any, scorer: Any, candidates: 
 
     if not plan.rounds:  # the candidate set is no larger than the kept set: nothing to screen
         kept = np.sort(order[:plan.kept])
-        method.screen_info = plan.to_dict()
+        method.screen_info = {**plan.to_dict(), "candidate_set_size": len(candidates), "failed": 0}
         method.kept_public_scores = None
         _logger.info("%s: %d candidates, no more than the %d kept: no screening fit", label, len(candidates),
                      plan.kept)
@@ -210,7 +210,8 @@ def screen_on_public_rows(estimator: Any, method: Any, scorer: Any, candidates: 
         alive, public = alive[best], public[best]
     progress.close()
     seconds = time.perf_counter() - t0
-    method.screen_info = {**plan.to_dict(), "kept": int(len(alive)), "failed": int(n_failed)}
+    method.screen_info = {**plan.to_dict(), "candidate_set_size": len(candidates), "kept": int(len(alive)),
+                          "failed": int(n_failed)}
     method.kept_public_scores = tuple(float(v) for v in public)
     _logger.info("%s: screening done in %.1f s: kept %d of %d screened candidates (%d fits on public training "
                  "rows%s)", label, seconds, len(alive), plan.screened, plan.fits,
