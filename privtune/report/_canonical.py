@@ -1,7 +1,9 @@
 """Canonical, JSON-safe and immutable value trees for :class:`~privtune.report.TuningReport` (internal).
 
 A report holds only trees of ``None``, ``bool``, ``int``, finite ``float``,
-``str``, read-only dicts with string keys and tuples. Non-finite floats are held
+``str``, read-only dicts with string keys (in sorted order, as its JSON writes
+them, so that a report read back from its JSON renders byte for byte as the
+original) and tuples. Non-finite floats are held
 as the strings ``"nan"``, ``"inf"`` and ``"-inf"`` (so that equality is exact
 and the JSON has no ``NaN`` literal), numpy scalars become Python scalars, and
 any other object becomes its ``repr`` with memory addresses removed (so that a
@@ -51,7 +53,7 @@ def canon(value: Any) -> Any:
     -------
     object
         ``None``, ``bool``, ``int``, finite ``float``, ``str``, a read-only dict
-        with ``str`` keys, or a tuple, recursively.
+        with ``str`` keys in sorted order, or a tuple, recursively.
     """
     if value is None or isinstance(value, (bool, str)):
         return value
@@ -64,8 +66,8 @@ def canon(value: Any) -> Any:
     if isinstance(value, numbers.Real):
         x = float(value)
         return x if math.isfinite(x) else repr(x)
-    if isinstance(value, Mapping):
-        return FrozenDict({str(k): canon(v) for k, v in value.items()})
+    if isinstance(value, Mapping):  # keys sorted: a report read back from its (sorted) JSON is the same, in order
+        return FrozenDict(sorted(((str(k), canon(v)) for k, v in value.items()), key=lambda kv: kv[0]))
     if isinstance(value, (list, tuple)) or (hasattr(value, "tolist") and hasattr(value, "shape")):
         items = value.tolist() if hasattr(value, "tolist") else value
         return tuple(canon(v) for v in items)
@@ -108,7 +110,7 @@ def fmt(value: Any, digits: int = 4) -> str:
             return "NaN"
         if math.isinf(x):
             return "∞" if x > 0 else "−∞"
-        return f"{x:.{digits}g}"
+        return f"{x + 0.0:.{digits}g}"  # + 0.0: no "-0" for a negative zero
     if isinstance(value, Mapping):
         return ", ".join(f"{k}={fmt(v, digits)}" for k, v in value.items())
     if isinstance(value, (list, tuple)):

@@ -88,7 +88,7 @@ def _cards(r: TuningReport) -> str:
     noise = rel.get("noise", {})
     params = rel.get("params")
     ptxt = "<br>".join(f"<code>{_e(k)}</code> = {_e(fmt(v, 4) if not isinstance(v, str) else v)}"
-                       for k, v in params.items()) if params else "— (none released)"
+                       for k, v in T._ordered(params, T.space_names(r))) if params else "— (none released)"
     score = rel.get("score")
     sd = noise.get("score_noise_std")
     best = rel.get("best_score")
@@ -168,21 +168,12 @@ def render_html(r: TuningReport) -> str:
         "overall total.</p>") + _table(T.budget_table(r))
 
     cand = P.candidates_plot(r)
-    c = r.candidates
-    cand_note = (f"|Λ| = {c.get('n_candidates')} data-independent candidates; "
-                 + ("seed " + str(c.get("seed")) if c.get("seed") is not None else "secure seed (not recorded)")
-                 + (f"; the first {len(c.get('points', ()))} are stored" if c.get("points_truncated") else "")
-                 + ". Log dimensions are drawn on log axes.")
     cand_part = (_img(cand, "candidate set and the released choice") if cand else "") + \
-        f'<p class="note">{_e(cand_note)}</p>' + _table(T.space_table(r))
+        f'<p class="note">{_e(T.candidates_note(r))}</p>' + _table(T.space_table(r))
 
     sel, kind = P.selection_plot(r)
-    if kind == "evidence":
-        sel_text = ('<p class="note">For this method the whole trajectory is released, and λ̃ = argmax of the GP '
-                    "posterior mean over the released observations is post-processing: given the releases the "
-                    "selection is deterministic. Shown: what it was chosen from.</p>")
-    else:
-        sel_text = f'<p class="notreleasable">{_e(T.SELECTION_NOT_RELEASABLE)}</p>'
+    statement = T.selection_statement(r)[1]
+    sel_text = f'<p class="{"note" if kind == "evidence" else "notreleasable"}">{_e(statement)}</p>'
     sel_part = (_img(sel, "selection") if sel else "") + sel_text
 
     util, statement = T.utility_table(r)
@@ -208,9 +199,8 @@ def render_html(r: TuningReport) -> str:
         _section("Utility bounds (score units)", util_part),
         _section("Privacy ledger", _table(T.ledger_table(r))),
         _section("Iteration history", _history(r)),
-        _section("Noise scales and diagnostics",
-                 '<p class="note">Noise scales are in score units; diagnostics are data-independent or '
-                 "post-processing of releases.</p>", _table(T.diagnostics_table(r))),
+        _section("Noise scales and diagnostics", f'<p class="note">{_e(T.diagnostics_note(r))}</p>',
+                 _table(T.diagnostics_table(r))),
         _section("Configuration", _table(T.configuration_table(r)),
                  f"<h3>Estimator <code>{_e(r.estimator.get('class'))}</code></h3>", _table(T.estimator_table(r))),
         _section("Environment", _table(T.environment_table(r))),

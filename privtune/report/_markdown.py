@@ -64,12 +64,10 @@ def render_markdown(r: TuningReport) -> str:
         if statement:
             lines += [str(statement), ""]
 
-    lines += ["## Noise scales and diagnostics", "",
-              "Noise scales are in score units; diagnostics are data-independent or post-processing of releases.",
-              ""]
+    lines += ["## Selection: how λ̃ was chosen", "", T.selection_statement(r)[1], ""]
+
+    lines += ["## Noise scales and diagnostics", "", T.diagnostics_note(r), ""]
     lines += _table(T.diagnostics_table(r))
-    if r.method in T.EM_METHODS:
-        lines += [T.SELECTION_NOT_RELEASABLE, ""]
 
     lines += ["## Iteration history (released fields only)", ""]
     note = T.history_note(r)

@@ -162,7 +162,8 @@ def candidates_plot(r: TuningReport) -> str | None:
         coords = [_axis_values(s, col) for s, col in zip(specs, cols, strict=True)]
         x = coords[0][0]
         y = coords[1][0] if len(dims) == 2 else [0.0] * len(x)
-        ax.scatter(x, y, s=14, color=_GREY, alpha=0.7, label=f"candidate set Λ ({c.get('n_candidates')} points)",
+        what = "kept by the screening" if r.method == "prescreen" else "candidate set Λ"
+        ax.scatter(x, y, s=14, color=_GREY, alpha=0.7, label=f"{what} ({c.get('n_candidates')} points)",
                    linewidths=0)
         if evaluated:
             ex = _axis_values(specs[0], [h["params"][dims[0]] for h in evaluated])[0]
@@ -259,9 +260,18 @@ def _best_case_plot(r: TuningReport) -> str | None:
 
 
 def selection_plot(r: TuningReport) -> tuple[str | None, str]:
-    """The selection figure and its kind: ``"evidence"`` (noisy-ucb) or ``"best-case"`` (EM methods)."""
-    from privtune.report._tables import selection_releasable
+    """The selection figure and its kind (:func:`~privtune.report._tables.selection_statement`).
 
-    if selection_releasable(r):
-        return _evidence_plot(r), "evidence"
-    return _best_case_plot(r), "best-case"
+    ``"evidence"`` (noisy-ucb: the released observations behind λ̃),
+    ``"best-case"`` (an exponential mechanism: its data-independent
+    best-case selectivity) or ``"none"`` (random stopping: nothing about the
+    selection is releasable; no figure).
+    """
+    from privtune.report._tables import selection_statement
+
+    kind = selection_statement(r)[0]
+    if kind == "evidence":
+        return _evidence_plot(r), kind
+    if kind == "best-case":
+        return _best_case_plot(r), kind
+    return None, kind
