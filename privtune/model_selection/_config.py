@@ -439,7 +439,7 @@ class _SearchConfigMixin:
         """
         tags = cfg.get("tags")
         if tags is not None and tags.classes_param is not None:
-            declared = self.estimator.get_params(deep=False).get(tags.classes_param)
+            declared = self.estimator.get_params(deep=True).get(tags.classes_param)  # a pipeline step's too
             return max(2, len(declared))
         if self.sensitive == "validation" and y_tr is not None:
             return max(2, len(np.unique(y_tr)))

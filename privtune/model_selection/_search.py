@@ -44,7 +44,9 @@ from privtune.model_selection._training import (
     _TrainingRoleMixin,
     charge_training_plan,
     check_candidate_plans,
+    fit_training,
     refuse_spent_training_study,
+    set_fit_accountant,
     without_accountants,
 )
 from privtune.model_selection._utility import utility_warnings
@@ -606,7 +608,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         if train_acc is not None:  # every candidate's solver plan, from public sizes, before anything is charged
             sizes = {len(part) for part, _ in folds} if folds else set()
             check_candidate_plans(self.estimator, candidates, sizes | {X_tr.shape[0]},
-                                  X_tr.shape[1] if X_tr.ndim > 1 else 1)
+                                  X_tr.shape[1] if X_tr.ndim > 1 else 1, like=X_tr,
+                                  fit_params=fit_params)
         if cfg["method"] != "prescreen":  # prescreen warned before its screening fits
             self._warn_low_utility(method, candidates, scorer)  # before any data is read
         estimator = cfg["fit_estimator"]  # self.estimator, without its accountants when the training rows are public
@@ -624,9 +627,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             est = clone(estimator).set_params(**params)
             derived = seeder.seed(est, CANDIDATE, params, fold, run)
             if tickets is not None:  # a throw-away accountant: this fit was paid for up front
-                est.set_params(accountant=tickets.accountant())
+                set_fit_accountant(est, tickets.accountant())
             try:
-                est.fit(Xa, ya, **fit_params)
+                fit_training(est, Xa, ya, tickets is not None, **fit_params)
             except (BudgetExceededError, LedgerError):
                 raise  # a fit charging more than it declared: a contract violation, never turned into a score
             except KeyboardInterrupt:
@@ -790,18 +793,18 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                     f"The released choice {self.best_params_!r} is a candidate whose fit on the training data failed; "
                     "the release itself stands (best_params_, best_score_). Fit it yourself to see the error, or "
                     "pass refit=False.")
-            self.best_estimator_ = best.set_params(accountant=own)  # the user's again, not the spent ticket
+            self.best_estimator_ = set_fit_accountant(best, own)  # the user's again, not the spent ticket
         elif self.refit and self.best_params_ is not None:
             best = clone(estimator).set_params(**self.best_params_)
             derived = seeder.seed(best, REFIT, self.best_params_)
             if tickets is not None:  # paid for up front, like every candidate fit
-                best.set_params(accountant=FitTickets(tickets.budget, 1).accountant())
+                set_fit_accountant(best, FitTickets(tickets.budget, 1).accountant())
             t0 = time.perf_counter()
             try:
                 with warnings.catch_warnings() if train_acc is not None else contextlib.nullcontext():
                     if train_acc is not None:  # a DP refit reads sensitive training rows: its warnings too
                         warnings.simplefilter("ignore")
-                    best.fit(X_tr, y_tr, **fit_params)
+                    fit_training(best, X_tr, y_tr, tickets is not None, **fit_params)
             except (BudgetExceededError, LedgerError):
                 raise
             except KeyboardInterrupt:
@@ -819,7 +822,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                 self.refit_time_ = time.perf_counter() - t0
             seeder.unseed(best, derived)
             if tickets is not None:  # the user's own accountant again (or None), not the spent ticket
-                best.set_params(accountant=own)
+                set_fit_accountant(best, own)
             if cfg.get("public_fit_accountants"):  # public training rows: the user's accountants, never charged
                 best.set_params(**cfg["public_fit_accountants"])
             self.best_estimator_ = best

@@ -200,14 +200,16 @@ def test_an_accountant_that_is_not_a_privtune_accountant_is_refused():
         _search(object()).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
 
 
-def test_a_pipeline_around_an_estimator_holding_an_accountant_is_refused_and_charges_nothing():
+def test_a_pipeline_around_an_estimator_holding_an_accountant_charges_it_the_plan():
+    """A stateless step before the DP estimator is accepted (issue 38; it was refused): the estimator's accountant
+    is charged the whole training plan, in one entry, and the fitted pipeline's step holds it again."""
     cap = Accountant(Budget(10.0, 0.0))
     pipe = make_pipeline(FunctionTransformer(), CappedDP(accountant=cap))
     X_tr, y_tr, X_v, y_v = _data()
-    with pytest.raises(InvalidParameterError, match="no privacy guarantee"):
-        PrivateSearchCV(pipe, {"cappeddp__c": Categorical([0.5, 1.0])}, sensitive="both", n_iter=2,
-                        n_candidates=2, random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
-    assert cap.entries == ()
+    s = PrivateSearchCV(pipe, {"cappeddp__c": Categorical([0.5, 1.0])}, sensitive="both", n_iter=2, n_candidates=2,
+                        random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert len(cap.entries) == 1 and cap.spent.epsilon == pytest.approx(0.2)  # two fits at 0.1 (no refit)
+    assert s.best_estimator_.steps[-1][1].accountant is cap
 
 
 def test_public_training_rows_charge_the_estimators_accountant_nothing():
