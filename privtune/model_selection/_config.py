@@ -20,7 +20,21 @@ import numpy as np
 from privtune.accounting import Accountant, Budget, ComposedEvent, SelfComposedEvent
 from privtune.accounting._composition import has_rdp_curve
 from privtune.exceptions import BudgetExceededError, InvalidParameterError, PrivtuneWarning
-from privtune.model_selection._inputs import _as_labels, _as_space, _as_table, _max_distinct_candidates, _same_length
+from privtune.model_selection._inputs import (
+    FitParams,
+    _as_labels,
+    _as_space,
+    _as_table,
+    _max_distinct_candidates,
+    _same_length,
+    check_same_structure,
+    fit_param_refusal,
+    frame_kind,
+    n_rows,
+    rows,
+    series_kind,
+    split_fit_params,
+)
 from privtune.model_selection._scoring import BoundedScorer, make_bounded_scorer
 from privtune.model_selection._seeding import explicit_random_states
 from privtune.model_selection._training import (
@@ -402,12 +416,16 @@ class _SearchConfigMixin:
     def _validate_data(self, X: Any, y: Any, X_val: Any, y_val: Any) -> tuple[Any, Any, Any, Any]:
         """Check the inputs' public schema (no split yet), with messages that never quote a value.
 
-        Only the shape of each input is checked: the number of dimensions, of
-        rows and of columns (public under replace-one). Values are not
-        inspected: a non-finite or otherwise unusual value reaches the estimator,
-        as in scikit-learn's searches; on validation rows it can only change its
-        own row's score term (row isolation), and privtune's DP estimators map
-        such training rows into their declared domain.
+        Only the structure of each input is checked: the number of dimensions,
+        of rows and of columns, and a DataFrame's column names and their order
+        (public under replace-one); the validation table must have the training
+        table's (:func:`~privtune.model_selection._inputs.check_same_structure`).
+        A pandas or polars DataFrame (Series) is kept as it is, as in
+        scikit-learn's searches. Values are not inspected: a non-finite or
+        otherwise unusual value reaches the estimator, as in scikit-learn's
+        searches; on validation rows it can only change its own row's score
+        term (row isolation), and privtune's DP estimators map such training
+        rows into their declared domain.
         """
         if y is None:
             raise InvalidParameterError("PrivateSearchCV.fit needs targets y (supervised estimators only).")
@@ -422,9 +440,76 @@ class _SearchConfigMixin:
         if X_val.shape[0] < 2:
             raise InvalidParameterError(
                 f"The validation set has {X_val.shape[0]} sample(s); at least 2 are needed for a private release.")
-        if X_val.shape[1] != X.shape[1]:
-            raise InvalidParameterError(f"X_val has {X_val.shape[1]} features but X has {X.shape[1]}.")
+        check_same_structure(X, X_val)
         return X, y, X_val, y_val
+
+    def _fit_params(self, cfg: dict[str, Any], params: Mapping[str, Any], n: int, *,
+                    split: bool) -> tuple[FitParams, Any]:
+        """The estimator's fit parameters and ``groups``, as scikit-learn's searches take them; public checks only.
+
+        Without metadata routing (scikit-learn's default) every parameter but
+        ``groups`` goes to the estimator's ``fit`` and must be one it takes
+        (its signature; a ``Pipeline``'s ``<step>__<param>``); with
+        ``sklearn.set_config(enable_metadata_routing=True)`` the estimator's
+        requests route them (scikit-learn's ``process_routing``, its own
+        messages). Per-sample ones (one entry per row of ``X``: ``sample_weight``)
+        are sliced with the rows of every fit (:class:`~privtune.model_selection._inputs.FitParams`).
+        ``groups`` is the search's own: one group label per training row, used by
+        ``prescreen``'s screening folds (``GroupKFold``) and refused where no
+        split of the public training rows could use it.
+
+        Raises
+        ------
+        InvalidParameterError
+            Before anything is read or spent: a parameter the estimator does not
+            take, a ``sample_weight`` of another length than ``X``, ``groups``
+            where it does not apply or of another length.
+        """
+        owner = "PrivateSearchCV.fit"
+        params = dict(params)
+        groups = params.pop("groups", None)
+        import sklearn
+
+        if sklearn.get_config().get("enable_metadata_routing", False):
+            from sklearn.utils.metadata_routing import process_routing
+
+            try:
+                routed = process_routing(self, "fit", **params)
+            except (ValueError, TypeError) as exc:  # scikit-learn's own message: parameter and class names only
+                raise InvalidParameterError(f"{owner}: {exc} Nothing was read or spent.") from None
+            params = dict(routed.estimator.fit)
+        else:
+            for name in params:
+                reason = fit_param_refusal(self.estimator, name)
+                if reason is not None:
+                    raise InvalidParameterError(
+                        f"{owner} got the fit parameter {name!r}, but {reason} Nothing was read or spent.")
+        fit_params = split_fit_params(params, n, "X")
+        if groups is None:
+            return fit_params, None
+        if cfg.get("cv") is not None:
+            raise InvalidParameterError(
+                f"{owner}: groups= cannot be used with cv: privtune's cv folds are made by a shuffled KFold that "
+                "never looks at values, with sizes fixed by n and cv (the score's sensitivity rests on them); folds "
+                "by group would take their sizes from the sensitive rows' groups. Split by group yourself and pass "
+                "the validation rows as X_val, y_val, or drop groups. Nothing was read or spent.")
+        if split:
+            raise InvalidParameterError(
+                f"{owner}: groups= cannot be used with validation_size: the split never looks at values and "
+                "holds floor(validation_size * n) validation rows; a split by group would take its size from the "
+                "groups of sensitive rows. Split X by group yourself (e.g. sklearn's GroupShuffleSplit) and pass "
+                "the validation rows as X_val, y_val. Nothing was read or spent.")
+        if cfg["method"] != "prescreen":
+            raise InvalidParameterError(
+                f"{owner}: groups= applies to method='prescreen''s screening folds only (cross-validation on the "
+                f"public training rows); {self._method_label(cfg)} fits each candidate on all the training rows and "
+                "scores it on X_val, so no split would use them. Drop groups, or use method='prescreen'. Nothing "
+                "was read or spent.")
+        if n_rows(groups) != n:
+            raise InvalidParameterError(
+                f"{owner}: groups has {n_rows(groups)} entries but X has {n} rows; pass one group label per "
+                "training row. Nothing was read or spent.")
+        return fit_params, groups
 
     def _n_classes(self, cfg: dict[str, Any], y_tr: Any = None) -> int:
         """K in balanced accuracy's sensitivity 2 / (K M), from public information only.
@@ -442,7 +527,7 @@ class _SearchConfigMixin:
             declared = self.estimator.get_params(deep=True).get(tags.classes_param)  # a pipeline step's too
             return max(2, len(declared))
         if self.sensitive == "validation" and y_tr is not None:
-            return max(2, len(np.unique(y_tr)))
+            return max(2, _n_distinct(y_tr))
         return 2
 
     @staticmethod
@@ -455,21 +540,26 @@ class _SearchConfigMixin:
         return m
 
     @staticmethod
-    def _split(X: Any, y: Any, m: int, rng: np.random.Generator) -> tuple[Any, Any, Any, Any]:
+    def _split(X: Any, y: Any, m: int, rng: np.random.Generator) -> tuple[Any, Any, Any, Any, np.ndarray]:
         """Training and validation parts of one table, each part's types read from its own entries.
 
         The split never looks at the values. A table read as a whole takes its
         type from every row: one validation row with a string label (or cell)
         makes the whole column an object array, and scikit-learn refuses object
         labels, so every training fit would fail because of one sensitive row.
-        Each part that came out as an object array is therefore read again from
-        its own entries (:func:`~privtune.utils._validation.keep_entry_types`),
-        a string part gets its own width, and integral float labels become
-        integers (:func:`_own_types`).
+        Each part that came out as an object array (or column) is therefore read
+        again from its own entries (:func:`~privtune.utils._validation.keep_entry_types`,
+        pandas' ``infer_objects``), a string part gets its own width, a pandas
+        categorical part keeps only the categories its own rows hold, and
+        integral float labels become integers (:func:`_own_types`). Rows are
+        taken by position in the caller's own container (a DataFrame stays one).
+        Also returns the training part's positions (to slice per-sample fit
+        parameters with them).
         """
         perm = rng.permutation(X.shape[0])
         val, tr = np.sort(perm[:m]), np.sort(perm[m:])
-        return _own_types(X[tr]), _own_types(y[tr], True), _own_types(X[val]), _own_types(y[val], True)
+        return (_own_types(rows(X, tr)), _own_types(rows(y, tr), True), _own_types(rows(X, val)),
+                _own_types(rows(y, val), True), tr)
 
     def _make_method(self, cfg: dict[str, Any], scorer: BoundedScorer, m: int, sensitivity: float,
                      budget: Budget) -> Any:
@@ -549,8 +639,12 @@ def _own_types(part: Any, labels: bool = False) -> Any:
     its own longest entry (a ``<U40`` column would tell a 40-character value in
     the other part); with ``labels``, floats that are all integral become int64
     (one label ``0.5`` or NaN among the validation rows made the whole column
-    float, and a refit's ``classes_`` would show it). Anything else unchanged.
+    float, and a refit's ``classes_`` would show it). A pandas DataFrame or
+    Series gets the same per column (:func:`_own_pandas_types`). Anything else
+    unchanged.
     """
+    if frame_kind(part) == "pandas" or series_kind(part) == "pandas":
+        return _own_pandas_types(part, labels)
     if not isinstance(part, np.ndarray):
         return part
     if part.dtype.kind in "US":
@@ -567,6 +661,69 @@ def _own_types(part: Any, labels: bool = False) -> Any:
     except Exception:  # noqa: BLE001 - a structure numpy cannot re-read: the part as it was
         return part
     return again if again.shape == part.shape else part  # cells that are sequences stay cells
+
+
+def _own_pandas_types(part: Any, labels: bool) -> Any:
+    """A pandas part of a split, each column typed by the part's own rows (see :func:`_own_types`).
+
+    ``object`` columns are re-read by pandas' ``infer_objects`` (a column of
+    integers stays ``object`` in the whole table when one row of the other part
+    holds a string); a ``category`` column keeps the categories its own rows
+    hold (the whole column's categories list every value of every row);
+    with ``labels``, a float Series whose entries are all integral becomes
+    ``int64``. Other dtypes (numbers, pandas 3's ``str``, nullable ``Int64`` /
+    ``boolean``) carry nothing of the other part and are kept.
+    """
+    import pandas as pd
+
+    def column(c: Any) -> Any:
+        if isinstance(c.dtype, pd.CategoricalDtype):
+            return c.cat.remove_unused_categories()
+        if _is_object(c.dtype):
+            c = c.infer_objects()
+        if labels and c.dtype.kind == "f":
+            v = c.to_numpy()
+            with np.errstate(all="ignore"):
+                if np.all(np.isfinite(v)) and np.all(v == np.round(v)) and np.all(np.abs(v) < 2.0**63):
+                    return c.astype(np.int64)
+        return c
+
+    if isinstance(part, pd.Series):
+        return column(part)
+    kinds = [isinstance(d, pd.CategoricalDtype) or _is_object(d) for d in part.dtypes]
+    if not any(kinds):
+        return part
+    out = part.copy()
+    for j, redo in enumerate(kinds):
+        if redo:
+            out.isetitem(j, column(part.iloc[:, j]))
+    return out
+
+
+def _is_object(dtype: Any) -> bool:
+    """numpy's ``object`` dtype (not pandas' ``str``, whose kind is also ``"O"``)."""
+    return isinstance(dtype, np.dtype) and dtype.kind == "O"
+
+
+def _n_distinct(y: Any) -> int:
+    """The number of distinct public training labels (``np.unique``; a pandas Series with missing values too)."""
+    try:
+        return len(np.unique(np.asarray(y)))
+    except TypeError:  # entries numpy cannot order (pandas.NA, mixed types): count them by equality instead
+        if series_kind(y) == "pandas":
+            return int(y.nunique(dropna=False))
+        seen: list[Any] = []
+        for v in np.asarray(y, dtype=object).tolist():
+            if not any(_same(v, w) for w in seen):
+                seen.append(v)
+        return len(seen)
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b) or (a is b)
+    except Exception:  # noqa: BLE001 - incomparable entries are different
+        return a is b
 
 
 def _unknown_name(name: str, params: Mapping[str, Any]) -> str:

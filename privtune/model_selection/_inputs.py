@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import check_array
 
@@ -358,3 +359,200 @@ def fit_param_refusal(estimator: Any, name: str) -> str | None:
     takes = [p for p in params if p not in ("X", "y", "self")]
     return (f"{type(estimator).__name__}.fit takes no parameter {name!r} (it takes "
             + (", ".join(map(repr, takes)) if takes else "only X and y") + ").")
+
+
+# -- failures that public information reveals, found before anything is spent ------------------------------
+#: Scorers that compare predictions with class labels (a regressor's predictions are no labels).
+CLASSIFICATION_SCORERS = frozenset({"accuracy", "balanced_accuracy", "neg_zero_one_loss", "neg_log_loss",
+                                    "roc_auc"})
+#: The prediction method a built-in scorer calls, when it needs one beyond ``predict``.
+RESPONSE_METHOD = {"neg_log_loss": "predict_proba"}
+#: Rows of the public training table the pre-flight scores on (the first ones: a public choice).
+PREFLIGHT_ROWS = 2048
+
+
+def subset(candidates: Any, keep: Any) -> Any:
+    """The candidates at positions ``keep`` (in their order), as a candidate set."""
+    from privtune.space._candidates import CandidateSet
+
+    keep = np.asarray(keep, dtype=np.int64)
+    return CandidateSet._from_codes(candidates.space, [c[keep] for c in candidates._codes])
+
+
+def check_estimator_type(estimator: Any, scorer: Any) -> None:
+    """Refuse a regressor under a classification score (its type: public), before anything is read or spent."""
+    from sklearn.base import is_regressor
+
+    if scorer.name in CLASSIFICATION_SCORERS and is_regressor(estimator):
+        raise InvalidParameterError(
+            f"scoring={scorer.name!r} compares predicted class labels with the true ones, but "
+            f"{type(estimator).__name__} is a regressor: its predictions are continuous values (scikit-learn: "
+            "\"Classification metrics can't handle a mix of binary and continuous targets\"). Use a classifier, "
+            "or a regression score (scoring='r2' with a declared score_sensitivity, or a callable with "
+            "score_bounds). Nothing was read or spent.")
+
+
+def lacks_response_method(candidate: Any, scorer: Any) -> str | None:
+    """The prediction method ``scorer`` needs and that ``candidate`` does not offer in its configuration, or None.
+
+    Read on the unfitted estimator, from its class and parameters alone
+    (scikit-learn's ``available_if``: ``SVC(probability=False)`` has no
+    ``predict_proba``): public.
+    """
+    needed = RESPONSE_METHOD.get(scorer.name)
+    if needed is None:
+        return None
+    try:
+        has = hasattr(candidate, needed)
+    except Exception:  # noqa: BLE001 - a check that fails on an unfitted estimator: the fit will tell
+        return None
+    return None if has else needed
+
+
+def check_public_score(estimator: Any, scorer: Any, X: Any, y: Any) -> None:
+    """Call ``scorer``'s prediction method on public rows and check it gives a valid score input; raise otherwise.
+
+    For the built-in scorers the per-row terms must come out one per row
+    (``predict_proba`` present and of the right shape for ``neg_log_loss``),
+    and a classification score's predictions must be class labels (checked by
+    scikit-learn's ``accuracy_score``, whose message is kept); a callable must
+    return one finite real number (not an array).
+
+    Notes
+    -----
+    **Privacy.** Only for public rows (the training rows of a search with
+    ``sensitive="validation"``): the errors raised, and their messages, are
+    functions of public data.
+    """
+    labels = np.asarray(y)
+    n = int(labels.shape[0])
+    if scorer.row_term is not None:
+        if scorer.name in CLASSIFICATION_SCORERS:
+            from sklearn.metrics import accuracy_score
+
+            accuracy_score(labels, estimator.predict(X))  # scikit-learn's own message for continuous predictions
+        terms = np.asarray(scorer.row_term(estimator, X, labels), dtype=float)
+        if terms.shape != (n,):
+            raise ValueError(f"the scorer {scorer.name!r} computed per-row terms of shape {terms.shape} on {n} rows.")
+        return
+    value = scorer.score_func(estimator, X, y)
+    if np.ndim(value) != 0:
+        raise TypeError(f"the scoring callable {scorer.name!r} returned a {type(value).__name__} of shape "
+                        f"{np.shape(value)}; a scorer must return one number.")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"the scoring callable {scorer.name!r} returned a {type(value).__name__}, not a number.") \
+            from None
+    if not math.isfinite(v):
+        raise ValueError(f"the scoring callable {scorer.name!r} returned {v} on the public training rows.")
+
+
+def failure_summary(failures: list[tuple[Mapping[str, Any], str, Any]]) -> str:
+    """scikit-learn's summary of failed fits (``_warn_or_raise_about_fit_failures``): each error with its count."""
+    counts: dict[str, int] = {}
+    for _, text, _ in failures:
+        counts[text] = counts.get(text, 0) + 1
+    delimiter = "-" * 80 + "\n"
+    return "\n".join(f"{delimiter}{n} candidate(s) failed with the following error:\n{text}"
+                     for text, n in counts.items())
+
+
+def all_failed_message(n: int, failures: list[tuple[Mapping[str, Any], str, Any]], where: str) -> str:
+    """scikit-learn's "All the n fits failed" message, for candidates that failed on public rows."""
+    return (f"\nAll the {n} candidates failed {where}.\n"
+            "It is very likely that your model is misconfigured.\n"
+            "You can try to debug the error by setting error_score='raise'.\n"
+            "Nothing was spent: the failure is public (the training rows are), so the search was refused before "
+            "any charge.\n\n"
+            f"Below are more details about the failures:\n{failure_summary(failures)}")
+
+
+def some_failed_message(n: int, failures: list[tuple[Mapping[str, Any], str, Any]], where: str) -> str:
+    """scikit-learn's "k fits failed out of n" warning, for candidates left out of the candidate set."""
+    names = "\n".join(f"  {dict(p)!r}" for p, _, _ in failures[:20]) + (
+        f"\n  ... and {len(failures) - 20} more" if len(failures) > 20 else "")
+    return (f"\n{len(failures)} candidates failed {where}, out of {n} tried, and were left out of the candidate set "
+            "(the failure is public: nothing is spent on them):\n"
+            f"{names}\n"
+            "If these failures are not expected, you can try to debug them by setting error_score='raise'.\n\n"
+            f"Below are more details about the failures:\n{failure_summary(failures)}")
+
+
+def _label_family(dtype: Any) -> str | None:
+    """``"number"`` or ``"string"`` for a dtype whose every entry is of that kind (public structure), else None.
+
+    numpy numbers and booleans, pandas' nullable ``Int64`` / ``Float64`` /
+    ``boolean``, polars' numeric types are numbers; numpy ``U`` / ``S``,
+    pandas' ``str``, polars' ``String``, and a categorical of such are
+    strings. ``object`` (and anything else) is unknown: its entries decide.
+    """
+    if dtype is None:
+        return None
+    if type(dtype).__module__.split(".", 1)[0] == "polars":
+        if getattr(dtype, "is_numeric", lambda: False)() or str(dtype) == "Boolean":
+            return "number"
+        return "string" if str(dtype) in ("String", "Utf8") else None
+    if isinstance(dtype, np.dtype):
+        return "number" if dtype.kind in "biuf" else "string" if dtype.kind in "US" else None
+    categories = getattr(dtype, "categories", None)
+    if categories is not None:
+        return _label_family(getattr(categories, "dtype", None))
+    if type(dtype).__name__ == "StringDtype":
+        return "string"
+    numpy_dtype = getattr(dtype, "numpy_dtype", None)
+    return _label_family(numpy_dtype) if isinstance(numpy_dtype, np.dtype) else None
+
+
+def check_sensitive_structure(estimator: Any, X: Any, y: Any, *, owner: str = "PrivateSearchCV") -> None:
+    """With sensitive training rows, refuse what the inputs' public structure shows every fit would get wrong.
+
+    No fit can be tried on sensitive rows before the training plan is charged,
+    so only structure is checked (dtypes of the containers as passed, column
+    names, the declared label set), for a privtune DP estimator fitted
+    directly (a ``Pipeline`` has its own steps to read the columns):
+
+    * declared ``classes`` of one kind (numbers, strings) and labels whose
+      dtype holds only the other kind: no label would be a declared class;
+    * feature columns that hold strings (numpy ``U`` / ``S``, pandas ``str``
+      or categorical of strings, polars ``String``): the estimator reads
+      numbers only (each such entry would become 0).
+
+    ``object`` columns and labels are not judged (their entries decide, and
+    entries of sensitive rows may not decide a refusal).
+
+    Raises
+    ------
+    InvalidParameterError
+        Before anything is read or spent.
+    """
+    from privtune.base import get_privacy_tags
+
+    tags = get_privacy_tags(estimator)
+    if tags is None or hasattr(estimator, "steps"):
+        return
+    name = type(estimator).__name__
+    declared = (estimator.get_params(deep=False).get(tags.classes_param)
+                if tags.classes_param is not None else None)
+    if declared is not None:
+        kinds = {("string" if isinstance(c, (str, bytes, np.str_, np.bytes_)) else
+                  "number" if isinstance(c, (int, float, bool, np.number, np.bool_)) else None) for c in declared}
+        labels = _label_family(getattr(y, "dtype", None))
+        if len(kinds) == 1 and None not in kinds and labels is not None and labels not in kinds:
+            (kind,) = kinds
+            raise InvalidParameterError(
+                f"{owner}: {name} declares {tags.classes_param}={list(declared)!r} ({kind}s), but y holds "
+                f"{labels}s (dtype {getattr(y, 'dtype', None)}): no label could be one of the declared classes, "
+                "so every fit would learn nothing from them. Declare the classes as y holds them (or convert y). "
+                "Nothing was read or spent.")
+    if frame_kind(X) is not None:
+        strings = [str(c) for c, d in zip(X.columns, X.dtypes, strict=True) if _label_family(d) == "string"]
+    else:
+        strings = ["all"] if _label_family(getattr(X, "dtype", None)) == "string" else []
+    if strings:
+        which = ("every column" if strings == ["all"]
+                 else "the column(s) " + ", ".join(map(repr, strings[:10])) + (" ..." if len(strings) > 10 else ""))
+        raise InvalidParameterError(
+            f"{owner}: X holds strings in {which}, and {name} reads numbers only (each such entry would become 0 "
+            "in every fit on the sensitive training rows). Encode them as numbers from public information only "
+            "(e.g. a one-hot encoding over categories you declare), or drop them. Nothing was read or spent.")

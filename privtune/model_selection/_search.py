@@ -31,7 +31,24 @@ from privtune.exceptions import (
 )
 from privtune.logging import get_logger
 from privtune.model_selection._config import _SearchConfigMixin
-from privtune.model_selection._inputs import _params_key
+from privtune.model_selection._inputs import (
+    PREFLIGHT_ROWS,
+    RESPONSE_METHOD,
+    FitParams,
+    _params_key,
+    all_failed_message,
+    check_estimator_type,
+    check_public_score,
+    check_sensitive_structure,
+    failure_summary,
+    frame_kind,
+    lacks_response_method,
+    n_columns,
+    n_rows,
+    rows,
+    some_failed_message,
+    subset,
+)
 from privtune.model_selection._parallel import make_mapper
 from privtune.model_selection._prescreen import screen_on_public_rows
 from privtune.model_selection._progress import _Progress
@@ -71,6 +88,14 @@ class CandidateFitError(PrivtuneError, RuntimeError):
     """
 
 
+class _EveryScreeningFitFailed(Exception):
+    """Every candidate of a ``prescreen`` screening round failed (internal: the search tries all the rows)."""
+
+    def __init__(self, failures: list[tuple[Mapping[str, Any], str, Any]], n_tried: int) -> None:
+        super().__init__(f"every one of the {n_tried} screened candidates failed")
+        self.failures, self.n_tried = failures, n_tried
+
+
 #: Methods whose evaluation trajectory (hence amount of work) depends on raw scores.
 _RAW_TRAJECTORY = ("gp-ucb", "gp-ucb-exact", "lipschitz")
 
@@ -78,13 +103,31 @@ _RAW_TRAJECTORY = ("gp-ucb", "gp-ucb-exact", "lipschitz")
 def _ships_by_dtype(a: Any) -> bool:
     """Whether ``a`` pickles whatever its values, judged from its dtype(s) alone (public structure): numbers and
     strings do; an object array or column may hold a cell that cannot be pickled. Apply it to the caller's own
-    containers: anything without a dtype (a list) counts as object, since its element type is read from entries."""
+    containers: anything without a dtype (a list) counts as object, since its element type is read from entries.
+    A pandas or polars DataFrame is judged column by column, a Series by its one dtype (pandas' ``str``,
+    ``category`` of such values, nullable ``Int64`` / ``boolean``: yes; ``object``: no)."""
     if a is None:
         return True
-    dtypes = getattr(a, "dtypes", None)
-    if dtypes is not None and not isinstance(dtypes, np.dtype):  # a table: one dtype per column
-        return all(getattr(d, "kind", "O") in "biufcUSMm" for d in dtypes)
-    return getattr(getattr(a, "dtype", None), "kind", "O") in "biufcUSMm"
+    if frame_kind(a) is not None:  # a table: one dtype per column
+        return all(_dtype_ships(d) for d in a.dtypes)
+    return _dtype_ships(getattr(a, "dtype", None))
+
+
+def _dtype_ships(dtype: Any) -> bool:
+    """One dtype of numpy, pandas (its extension dtypes) or polars: do its values always pickle?"""
+    if dtype is None:
+        return False
+    if type(dtype).__module__.split(".", 1)[0] == "polars":  # typed columns; only Object holds Python objects
+        return "object" not in str(dtype).lower()
+    if isinstance(dtype, np.dtype):
+        return dtype.kind in "biufcUSMm"
+    categories = getattr(dtype, "categories", None)
+    if categories is not None:  # pandas category: its categories' own dtype
+        return _dtype_ships(getattr(categories, "dtype", None))
+    if type(dtype).__name__ == "StringDtype":  # pandas' str: strings (and its missing-value marker) only
+        return True
+    numpy_dtype = getattr(dtype, "numpy_dtype", None)  # pandas' nullable Int64 / Float64 / boolean
+    return isinstance(numpy_dtype, np.dtype) and numpy_dtype.kind in "biufcUSMm"
 
 
 class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixin, BaseSearchCV):
@@ -458,6 +501,32 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
     def _run_search(self, evaluate_candidates: Any) -> None:  # pragma: no cover
         raise NotImplementedError("PrivateSearchCV runs its own private search in fit().")
 
+    def get_metadata_routing(self) -> Any:
+        """How ``fit``'s parameters are routed when scikit-learn's metadata routing is enabled.
+
+        To the estimator's ``fit`` only (what it requests, e.g.
+        ``estimator.set_fit_request(sample_weight=True)``), sliced with the rows
+        of every fit. Nothing is routed to the scorer (privtune's scores on the
+        sensitive validation rows are unweighted: a weighted score's
+        sensitivity would depend on the weights) nor to a splitter (``groups``
+        is the search's own parameter: ``prescreen``'s screening folds).
+
+        Returns
+        -------
+        sklearn.utils.metadata_routing.MetadataRouter
+        """
+        from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
+
+        return MetadataRouter(owner=self).add(estimator=self.estimator,
+                                              method_mapping=MethodMapping().add(caller="fit", callee="fit"))
+
+    def _set_feature_names(self) -> None:
+        """``feature_names_in_`` as scikit-learn's searches set it: ``best_estimator_``'s, when it has them."""
+        self.__dict__.pop("feature_names_in_", None)  # a previous fit's must not outlive this one
+        best = getattr(self, "best_estimator_", None)
+        if best is not None and hasattr(best, "feature_names_in_"):
+            self.feature_names_in_ = best.feature_names_in_
+
     # -- fit -------------------------------------------------------------------------------
     def fit(self, X: Any, y: Any = None, *, X_val: Any = None, y_val: Any = None, **fit_params: Any) -> PrivateSearchCV:
         """Run the private search.
@@ -495,8 +564,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         # element type, or the types each part of a validation_size split gets, are read from the entries.
         cfg["ships"] = all(_ships_by_dtype(a) for a in (X, y, X_val, y_val))
         X_tr, y_tr, X_v, y_v = self._validate_data(X, y, X_val, y_val)
-        scorer: BoundedScorer = cfg["scorer"]
         k = cfg.get("cv")
+        fit_params, groups = self._fit_params(cfg, fit_params, n_rows(X_tr), split=X_v is None and k is None)
+        scorer: BoundedScorer = cfg["scorer"]
         # K from the training labels only when they are public *and* apart from the validation rows: before a
         # validation_size split, y still holds the validation labels (K must not depend on them).
         n_classes = self._n_classes(cfg, y_tr if X_v is not None else None)
@@ -526,6 +596,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             self.score_sensitivity_ = scorer.sensitivity(m, n_classes)
         budget, train_budget = self._role_budgets(cfg)  # with cv the roles overlap: split, compose at the end
         # Everything that can refuse the configuration runs before a study row is created (and before any data).
+        check_estimator_type(self.estimator, scorer)  # a regressor under accuracy: public, refused now
+        if self.sensitive != "validation":  # no fit can be tried on sensitive rows: what their structure shows
+            check_sensitive_structure(self.estimator, X_tr, y_tr)
         method = self._make_method(cfg, scorer, m, self.score_sensitivity_, budget)
         self._check_random_coverage(cfg, len(cfg["grid"] or ()))
         study = journal = None
@@ -539,7 +612,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                                   random_state=np.random.default_rng(0))
             self._check_epsilon_domain(cfg, scorer, m, self.score_sensitivity_, probe)
 
-            n_features = X_tr.shape[1] if X_tr.ndim > 1 else 1
+            n_features = n_columns(X_tr)
             study = StudyStorage(self.storage).open(self.study_name or "default",
                                                     self._public_config(cfg, m, (n_train, n_features)))
             if self.sensitive != "validation":
@@ -562,25 +635,189 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
 
                 folds = list(KFold(n_splits=k, shuffle=True, random_state=seeds[0] % 2**32).split(X_tr))
             elif X_v is None:
-                X_tr, y_tr, X_v, y_v = self._split(X_tr, y_tr, m, np.random.default_rng(seeds[0]))
+                X_tr, y_tr, X_v, y_v, tr = self._split(X_tr, y_tr, m, np.random.default_rng(seeds[0]))
+                fit_params = fit_params.restricted(tr)  # sample_weight: the training part's own rows
             candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=cfg["grid"],
                                        random_state=np.random.default_rng(seeds[1]))
             self._check_random_coverage(cfg, len(cfg["grid"] or ()), len(candidates))
             self._check_epsilon_domain(cfg, scorer, m, self.score_sensitivity_, candidates)  # before any charge
-            if cfg["method"] == "prescreen":  # public training rows only: free, and reproducible from the seeds
-                self._warn_low_utility(method, candidates, scorer)  # before the screening's first fit
-                candidates = screen_on_public_rows(cfg["fit_estimator"], method, scorer, candidates, X_tr, y_tr, seeds,
-                                                  fit_params, n_jobs=self.n_jobs, label=self._method_label(cfg))
+            candidates = self._without_response_method(cfg, scorer, candidates)  # neg_log_loss: predict_proba
             if study is not None:
                 journal = study.journal()
                 accountant = Accountant(budget, ledger=study.ledger)
             else:
                 accountant = self.accountant if self.accountant is not None else Accountant(budget)
+            self._check_affordable(method, candidates, accountant, journal)  # before any fit
+            if cfg["method"] == "prescreen":  # public training rows only: free, and reproducible from the seeds
+                self._warn_low_utility(method, candidates, scorer)  # before the screening's first fit
+                try:
+                    kept = screen_on_public_rows(
+                        cfg["fit_estimator"], method, scorer, candidates, X_tr, y_tr, seeds, fit_params,
+                        n_jobs=self.n_jobs, label=self._method_label(cfg), groups=groups,
+                        on_failures=self._public_failures("to fit or score in prescreen's screening on the public "
+                                                          "training rows", screening=True))
+                except _EveryScreeningFitFailed as failed:  # maybe only the folds' smaller parts fail: try all rows
+                    kept = self._unranked(cfg, method, scorer, candidates, X_tr, y_tr, fit_params, seeds, failed)
+                else:
+                    if getattr(method, "kept_public_scores", ()) is None:  # no screening fit ran: try one now
+                        kept = self._preflight(cfg, scorer, kept, X_tr, y_tr, fit_params, seeds)
+                candidates = kept
+            elif self.sensitive == "validation":  # public training rows: one fit tried before anything is spent
+                candidates = self._preflight(cfg, scorer, candidates, X_tr, y_tr, fit_params, seeds)
             return self._fit_search(cfg, scorer, method, train_budget, accountant, journal, study, candidates,
                                     source, X_tr, y_tr, X_v, y_v, m, fit_params, folds, seeds)
         finally:
             if study is not None:
                 study.close()
+
+    @staticmethod
+    def _check_affordable(method: Any, candidates: Any, accountant: Accountant, journal: Any) -> None:
+        """Refuse a validation plan the accountant cannot pay before any fit (the method charges it later).
+
+        A resumed study's charges already made (its journal's paid prefix) are
+        not checked again.
+
+        Raises
+        ------
+        BudgetExceededError
+            Nothing read or spent.
+        """
+        plan = method.plan(candidates)
+        paid = len(journal.paid_prefix(accountant)) if journal is not None else 0
+        rest = tuple(ev for ev, _ in plan[paid:])
+        if rest:
+            accountant.check(ComposedEvent(events=rest))
+
+    def _unranked(self, cfg: dict[str, Any], method: Any, scorer: BoundedScorer, candidates: Any, X_tr: Any,
+                  y_tr: Any, fit_params: FitParams, seeds: Sequence[int], failed: _EveryScreeningFitFailed) -> Any:
+        """Every screened candidate failed in ``prescreen``'s screening folds: the candidates unranked, if they fit.
+
+        The screening fits on parts of the training rows (folds, subsamples), so
+        a candidate can fail there and fit on all of them (a class missing from
+        a small fold). The candidates are tried on all the training rows
+        (:meth:`_preflight`: refused with scikit-learn's message if every one
+        fails there too); if one fits, the private selection runs over the
+        first ``keep`` of them in the candidate set's (data-independent) order,
+        as ``random`` would, with a ``FitFailedWarning``. Public rows only.
+        """
+        from sklearn.exceptions import FitFailedWarning
+
+        usable = self._preflight(cfg, scorer, candidates, X_tr, y_tr, fit_params, seeds)
+        n_keep = min(len(usable), int(getattr(method, "keep", None) or cfg["n_iter"]))
+        warnings.warn(
+            f"{self._method_label(cfg)}: every one of the {failed.n_tried} candidates failed in the screening on "
+            "parts of the public training rows (its folds), though candidates fit on all of them; the private "
+            f"selection runs over the first {n_keep} candidates of the candidate set, unranked (as "
+            "method='random' does). Lower method_params['screen_cv'] or pass more training rows for a "
+            "ranking.\n\nBelow are more details about the screening's failures:\n"
+            + failure_summary(failed.failures), FitFailedWarning, stacklevel=4)
+        method.screen_info = {"screened": int(failed.n_tried), "kept": int(n_keep), "failed": int(failed.n_tried),
+                              "on": "the public training rows only (no privacy cost)",
+                              "ranking": "none: every screening fit failed; the kept candidates are the first of "
+                                         "the candidate set"}
+        method.kept_public_scores = None
+        return subset(usable, np.arange(n_keep))
+
+    def _public_failures(self, where: str, *, screening: bool = False
+                         ) -> Callable[[list[tuple[Mapping[str, Any], str, Any]], int, bool], None]:
+        """What to do with candidates that failed on public rows: raise, refuse, or warn (they are left out).
+
+        ``error_score="raise"``: :class:`CandidateFitError` for the first, chained
+        to its exception. All of them failed: refused with scikit-learn's "All
+        the n fits failed" message. Else a scikit-learn ``FitFailedWarning``
+        naming them. Every failure here comes from public rows (or from the
+        estimator's public configuration), so its message is repeated and
+        nothing is spent.
+        """
+        from sklearn.exceptions import FitFailedWarning
+
+        def handle(failures: list[tuple[Mapping[str, Any], str, Any]], n_tried: int, every: bool | None = None
+                   ) -> None:
+            if not failures:
+                return
+            if self.error_score == "raise":
+                params, text, exc = failures[0]
+                raise CandidateFitError(
+                    f"The candidate {dict(params)!r} failed {where} (error_score='raise'): {text} Nothing was "
+                    "spent: the training rows are public, so the failure was found before any charge.") from exc
+            if every if every is not None else len(failures) >= n_tried:
+                if screening:
+                    raise _EveryScreeningFitFailed(failures, n_tried)
+                raise InvalidParameterError(all_failed_message(n_tried, failures, where))
+            warnings.warn(some_failed_message(n_tried, failures, where), FitFailedWarning, stacklevel=5)
+
+        return handle
+
+    def _without_response_method(self, cfg: dict[str, Any], scorer: BoundedScorer, candidates: Any) -> Any:
+        """Leave out the candidates that lack the prediction method the scorer calls (``neg_log_loss``:
+        ``predict_proba``), from their configuration alone (public); all of them: refused."""
+        if RESPONSE_METHOD.get(scorer.name) is None:
+            return candidates
+        keep, failures = [], []
+        for i, params in enumerate(candidates.params):
+            candidate = clone(self.estimator).set_params(**params)
+            needed = lacks_response_method(candidate, scorer)
+            if needed is None:
+                keep.append(i)
+                continue
+            failures.append((params, f"AttributeError: This '{type(candidate).__name__}' has no attribute "
+                                     f"'{needed}' (scoring={scorer.name!r} calls it).", AttributeError(needed)))
+        if not failures:
+            return candidates
+        handle = self._public_failures(f"the scorer's check (scoring={scorer.name!r} needs predict_proba)")
+        handle(failures, len(candidates), not keep)
+        return subset(candidates, keep)
+
+    def _preflight(self, cfg: dict[str, Any], scorer: BoundedScorer, candidates: Any, X_tr: Any, y_tr: Any,
+                   fit_params: FitParams, seeds: Sequence[int]) -> Any:
+        """With public training rows: fit a candidate on them and score it there before anything is spent.
+
+        The candidates are tried in their (public) order until one fits on the
+        training rows and the scorer's prediction method gives a valid score
+        input on them (:func:`~privtune.model_selection._inputs.check_public_score`);
+        the ones that failed before it are left out with a ``FitFailedWarning``
+        (their failure is public), all of them failing is refused with
+        scikit-learn's message, and ``error_score="raise"`` raises at the first.
+        Each is fitted exactly as the search would fit it (same rows, same
+        derived seed). When the first candidate works (the usual case) this
+        costs one fit and one prediction on at most 2 048 training rows.
+
+        A failure that only some candidates *after* the first working one have
+        is not looked for (that would cost one extra fit per candidate): such a
+        candidate scores the lower bound when the method evaluates it (or
+        raises :class:`CandidateFitError` with ``error_score="raise"``), after
+        the charge; its failure is public, so nothing leaks, but its share of
+        the budget is spent on a known-bad candidate.
+        """
+        estimator = cfg["fit_estimator"]
+        seeder = FitSeeder(seeds, active=True)  # public rows: the search's own seeds, as its candidate fits
+        n = n_rows(X_tr)
+        head = np.arange(min(n, PREFLIGHT_ROWS))
+        X_s, y_s = rows(X_tr, head), rows(y_tr, head)
+        failures: list[tuple[Mapping[str, Any], str, Any]] = []
+        for params in candidates.params:
+            est = clone(estimator).set_params(**params)
+            derived = seeder.seed(est, CANDIDATE, params, 0, 0)
+            try:
+                est.fit(X_tr, y_tr, **fit_params.at())
+                check_public_score(est, scorer, X_s, y_s)
+            except (BudgetExceededError, LedgerError, KeyboardInterrupt):
+                raise  # a fit that charges an accountant: a contract violation, never a candidate's failure
+            except BaseException as exc:  # noqa: BLE001 - public rows: the error is public, told, its candidate left out
+                # (any exception, SystemExit too, as a candidate fit after the charge treats it)
+                failures.append((params, f"{type(exc).__name__}: {exc}", exc))
+                if self.error_score == "raise":
+                    break
+                continue
+            finally:
+                seeder.unseed(est, derived)
+            break
+        if not failures:
+            return candidates
+        handle = self._public_failures("to fit or score on the public training rows")
+        handle(failures, len(candidates) if len(failures) == len(candidates) else len(failures) + 1,
+               len(failures) == len(candidates))
+        return subset(candidates, np.arange(len(failures), len(candidates)))
 
     @staticmethod
     def _warn_low_utility(method: Any, candidates: Any, scorer: Any) -> None:
@@ -589,7 +826,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             warnings.warn(f"PrivateSearchCV: {text}", LowUtilityWarning, stacklevel=4)
 
     def _fit_search(self, cfg, scorer, method, budget, accountant, journal, study, candidates, source,  # noqa: PLR0913
-                    X_tr, y_tr, X_v, y_v, m, fit_params, folds=None, seeds=()) -> PrivateSearchCV:
+                    X_tr, y_tr, X_v, y_v, m, fit_params: FitParams, folds=None, seeds=()) -> PrivateSearchCV:
         n_folds = len(folds) if folds else 1
         # Each fit's own random_state, derived from the stored seeds when left at None (see _seeding): always with
         # public training rows; with sensitive ones only in a seeded search (else each DP fit's noise is secure).
@@ -607,8 +844,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         train_acc, train_plan, tickets = self._training_role(cfg, method, candidates, budget, n_folds, ledger=durable)
         if train_acc is not None:  # every candidate's solver plan, from public sizes, before anything is charged
             sizes = {len(part) for part, _ in folds} if folds else set()
-            check_candidate_plans(self.estimator, candidates, sizes | {X_tr.shape[0]},
-                                  X_tr.shape[1] if X_tr.ndim > 1 else 1, like=X_tr,
+            check_candidate_plans(self.estimator, candidates, sizes | {n_rows(X_tr)}, n_columns(X_tr), like=X_tr,
                                   fit_params=fit_params)
         if cfg["method"] != "prescreen":  # prescreen warned before its screening fits
             self._warn_low_utility(method, candidates, scorer)  # before any data is read
@@ -623,13 +859,14 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         runs = _RunKeeper() if reuse and cfg["stopping"] else None
 
         def fit_and_score(params: Mapping[str, Any], Xa: Any, ya: Any, Xb: Any, yb: Any, fold: int = 0,
-                          run: int = 0) -> float:
+                          run: int = 0, fold_params: Mapping[str, Any] | None = None) -> float:
             est = clone(estimator).set_params(**params)
             derived = seeder.seed(est, CANDIDATE, params, fold, run)
             if tickets is not None:  # a throw-away accountant: this fit was paid for up front
                 set_fit_accountant(est, tickets.accountant())
             try:
-                fit_training(est, Xa, ya, tickets is not None, **fit_params)
+                fit_training(est, Xa, ya, tickets is not None,
+                             **(fit_params.at() if fold_params is None else fold_params))
             except (BudgetExceededError, LedgerError):
                 raise  # a fit charging more than it declared: a contract violation, never turned into a score
             except KeyboardInterrupt:
@@ -673,7 +910,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                 runs_of[key] = run + 1
             if folds is None:
                 return fit_and_score(params, X_tr, y_tr, X_v, y_v, 0, run)
-            jobs = [(params, X_tr[tr], y_tr[tr], X_tr[va], y_tr[va], f, run) for f, (tr, va) in enumerate(folds)]
+            jobs = [(params, rows(X_tr, tr), rows(y_tr, tr), rows(X_tr, va), rows(y_tr, va), f, run,
+                     fit_params.at(tr)) for f, (tr, va) in enumerate(folds)]
             if self.n_jobs in (None, 1):
                 scores = [fit_and_score(*j) for j in jobs]
             else:  # threads: fits share the search's ticket book
@@ -804,7 +1042,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                 with warnings.catch_warnings() if train_acc is not None else contextlib.nullcontext():
                     if train_acc is not None:  # a DP refit reads sensitive training rows: its warnings too
                         warnings.simplefilter("ignore")
-                    fit_training(best, X_tr, y_tr, tickets is not None, **fit_params)
+                    fit_training(best, X_tr, y_tr, tickets is not None, **fit_params.at())
             except (BudgetExceededError, LedgerError):
                 raise
             except KeyboardInterrupt:
@@ -832,7 +1070,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         # the data through the algorithm: a raw-score trajectory, or the secret number of runs K.
         data_driven = method.name in _RAW_TRAJECTORY or cfg["stopping"]
         self.search_time_ = None if data_driven else search_seconds
-        self.summary_ = self._report(cfg, release, scorer, m, X_tr.shape[0])
+        self._set_feature_names()
+        self.summary_ = self._report(cfg, release, scorer, m, n_rows(X_tr))
         self._report_cache = None  # report_ is built on first access (a study stores it now)
         if study is not None:
             study.save_report(self.report_.to_dict())

@@ -225,7 +225,7 @@ def test_public_training_rows_charge_the_estimators_accountant_nothing():
         s = PrivateSearchCV(CappedDP(epsilon=0.1, accountant=cap), SPACE, sensitive="validation", method="random",
                             n_iter=3, n_candidates=4, random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     assert cap.entries == () and s.training_accountant_ is None
-    assert len(FITS) == 4  # three candidates and the refit ran, each charging an accountant of its own
+    assert len(FITS) == 5  # the pre-flight fit, three candidates and the refit, each charging an accountant of its own
     assert s.best_estimator_.accountant is cap and s.best_estimator_.accountant_ is not cap
 
 

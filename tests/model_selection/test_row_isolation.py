@@ -276,10 +276,13 @@ def test_an_exception_outside_exception_is_isolated_too():
     assert make_bounded_scorer("accuracy")(est, Xp, yp) == pytest.approx(19 / 20)
     assert make_bounded_scorer(_mean_callable, score_bounds=(0.0, 1.0))(est, Xp, yp) == pytest.approx(19 / 20)
     Xt, yt = _poisoned(*_val(20, seed=1), row=0)
+    acc = Accountant(Budget(1.0, 0.0))
     s = PrivateSearchCV(ExitsInFit(), {"k": Categorical([0, 1])}, method="random", n_iter=2, n_candidates=2,
-                        epsilon=1.0, random_state=0, refit=False)
-    s.fit(Xt, yt, X_val=X, y_val=y)  # both candidates' fits fail: each scores the lower bound, nothing escapes
-    assert s.best_params_ in ({"k": 0}, {"k": 1})
+                        epsilon=1.0, random_state=0, refit=False, accountant=acc)
+    # both candidates' fits fail on the (public) training rows: found before the charge, and refused (issue 38)
+    with pytest.raises(ValueError, match="All the 2 candidates failed") as info:
+        s.fit(Xt, yt, X_val=X, y_val=y)
+    assert "SystemExit" in str(info.value) and len(acc.ledger) == 0
 
 
 def test_isolated_view_gives_failing_rows_the_documented_fallbacks():
@@ -322,14 +325,20 @@ def test_search_with_a_poisoned_validation_row_still_scores_each_candidate_row_b
 
 class FailsToFit(Fragile):
     def fit(self, X, y):
-        raise ValueError(f"training value {SENTINEL} is bad")
+        if self.k == 1:
+            raise ValueError(f"training value {SENTINEL} is bad")
+        return super().fit(X, y)
 
 
 def test_error_score_raise_names_the_candidate_never_the_estimators_message():
+    # After the charge (the pre-flight fit of the first candidate, k=0, works; k=1 fails when the method fits it),
+    # the message names the candidate and the exception's type only. (A failure the pre-flight finds, before any
+    # charge, on the public training rows, is raised with its message: test_public_failures.py.)
     X, y = _val(40)
     acc = Accountant(Budget(1.0, 1e-6))
-    search = PrivateSearchCV(FailsToFit(), {"k": Categorical([0, 1])}, n_iter=2, n_candidates=2,
-                             error_score="raise", random_state=0, accountant=acc)
+    search = PrivateSearchCV(FailsToFit(), {"k": Categorical([0, 1])}, method="random", n_iter=2, n_candidates=0,
+                             candidate_grid=[{"k": 0}, {"k": 1}], error_score="raise", random_state=0,
+                             accountant=acc)
     with pytest.raises(CandidateFitError) as info:
         search.fit(X[:20], y[:20], X_val=X[20:], y_val=y[20:])
     msg = str(info.value)
