@@ -159,10 +159,13 @@ def _plan(search: Any, n_validation: int, n_classes: int, *, split: bool) -> dic
         err = _plan_error(exc)
         largest = _largest_fit_epsilon(search, n_validation, k) if "training role" in str(exc) else None
         if largest is not None:
-            set_eps = search.estimator.get_params(deep=False).get("epsilon")
+            set_eps = _fit_epsilon(search)
             err = CLIError(f"{err} The largest estimator.params.epsilon this plan affords is {_floor4(largest)} "
                            f"(estimator.params.epsilon = {set_eps!r} now); or lower search.n_iter, or raise "
                            "search.epsilon. Nothing was read or spent.")
+        elif "training role" in str(exc) and hasattr(search.estimator, "steps"):
+            err = CLIError(f"{err} The DP scaler's fits count in every fit too: lower "
+                           "estimator.scaler_params.epsilon, or search.n_iter. Nothing was read or spent.")
         raise err from None
     except PrivtuneError as exc:
         raise _plan_error(exc) from None
@@ -176,11 +179,20 @@ def _floor4(x: float) -> str:
     return f"{math.floor(x / step) * step:.4g}"
 
 
+def _fit_epsilon(search: Any) -> Any:
+    """The estimator's per-fit ``epsilon`` (``estimator.params.epsilon``; a scaler pipeline's last step's)."""
+    from privtune.model_selection._training import fit_epsilon_param
+
+    key = fit_epsilon_param(search.estimator)
+    return None if key is None else search.estimator.get_params(deep=True)[key]
+
+
 def _largest_fit_epsilon(search: Any, n_validation: int, n_classes: int | None) -> float | None:
     """``PrivateSearchCV.largest_fit_epsilon`` where it applies (sensitive training rows), else None."""
     from privtune.exceptions import PrivtuneError
+    from privtune.model_selection._training import fit_epsilon_param
 
-    if search.sensitive == "validation" or "epsilon" not in search.estimator.get_params(deep=False):
+    if search.sensitive == "validation" or fit_epsilon_param(search.estimator) is None:
         return None
     try:
         return search.largest_fit_epsilon(n_validation, n_classes)
@@ -232,6 +244,8 @@ def _tune(args: argparse.Namespace) -> int:
         raise CLIError(f"data.n_validation: declared {cfg.data.n_validation}, but the configured data give a "
                        f"validation set of {m} rows")
     search = cfg.make_search(verbose=0 if args.quiet else 1)
+    if args.resume and cfg.storage.enabled:  # --resume: the search continues the study it finds (resume=True)
+        search.set_params(resume=True)
     # refuses an unaffordable plan before any storage exists
     plan = _plan(search, m, cfg.data.n_classes or 2, split=cfg.data.validation is None)
 
@@ -378,7 +392,7 @@ def _budget(args: argparse.Namespace) -> int:
            f"  training total: epsilon = {plan['training_total'].epsilon:.6g}, "
            f"delta = {plan['training_total'].delta:.3g}",
            f"  overall: epsilon = {plan['overall'].epsilon:.6g}, delta = {plan['overall'].delta:.3g}",
-           *([f"  per-fit epsilon: {search.estimator.get_params(deep=False)['epsilon']:g} (estimator.params.epsilon); "
+           *([f"  per-fit epsilon: {_fit_epsilon(search):g} (estimator.params.epsilon); "
               f"the largest this plan affords is {_floor4(largest)}"] if largest is not None else [])]
           if plan["training_total"] is not None else []),
         f"  guarantee: {plan['guarantee']} (replace-one, {cfg.data.sensitive} rows); noise: "

@@ -21,7 +21,10 @@ _SCALERS = {
     "minmax": "MinMaxScaler",
     "robust": "RobustScaler",
     "maxabs": "MaxAbsScaler",
+    "dp_standard": "DPStandardScaler",  # privtune.preprocessing: DP, with declared bounds (estimator.scaler_params)
 }
+#: The scalers that are DP themselves (allowed with sensitive training rows).
+_DP_SCALERS = ("dp_standard",)
 _SENSITIVE = ("validation", "training", "both")
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 _TABLES = ("estimator", "search_space", "data", "search", "storage", "report")
@@ -67,9 +70,13 @@ class EstimatorConfig:
     params : dict
         Constructor parameters.
     pipeline_scaler : str or None
-        ``"standard"``, ``"minmax"``, ``"robust"``, ``"maxabs"`` or None.
+        ``"standard"``, ``"minmax"``, ``"robust"``, ``"maxabs"``,
+        ``"dp_standard"`` (:class:`privtune.preprocessing.DPStandardScaler`) or None.
     step_name : str or None
         The estimator's step name in the pipeline (``"svc"``) when wrapped.
+    scaler_params : dict
+        Constructor parameters of the scaler (``"dp_standard"``: its ``bounds``,
+        ``epsilon``, ...).
     """
 
     class_path: str
@@ -77,16 +84,24 @@ class EstimatorConfig:
     params: dict[str, Any]
     pipeline_scaler: str | None = None
     step_name: str | None = None
+    scaler_params: dict[str, Any] = field(default_factory=dict)
 
     def build(self) -> Any:
         """A fresh, unfitted estimator (wrapped in a scaler pipeline if configured)."""
         est = self.cls(**self.params)
         if self.pipeline_scaler is None:
             return est
-        from sklearn import preprocessing
         from sklearn.pipeline import make_pipeline
 
-        return make_pipeline(getattr(preprocessing, _SCALERS[self.pipeline_scaler])(), est)
+        if self.pipeline_scaler in _DP_SCALERS:
+            from privtune import preprocessing as dp_preprocessing
+
+            scaler = getattr(dp_preprocessing, _SCALERS[self.pipeline_scaler])(**self.scaler_params)
+        else:
+            from sklearn import preprocessing
+
+            scaler = getattr(preprocessing, _SCALERS[self.pipeline_scaler])(**self.scaler_params)
+        return make_pipeline(scaler, est)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from privtune.config._schema import (
+    _DP_SCALERS,
     _PARQUET_SUFFIXES,
     _REQUIRED_TABLES,
     _SCALERS,
@@ -65,8 +68,14 @@ def _estimator_section(raw: Mapping[str, Any], problems: list[tuple[str, str]]) 
     class_path = t.str("class", required=True)
     params = t.table("params")
     scaler = t.str("pipeline_scaler", "none", choices=["none", *_SCALERS])
+    scaler_params = t.table("scaler_params")
     t.finish()
-    if not isinstance(class_path, str):
+    if scaler_params not in (None, _MISSING) and scaler not in _DP_SCALERS:
+        t.error("scaler_params", f"only with pipeline_scaler = \"dp_standard\" (got pipeline_scaler = {_show(scaler)})")
+        scaler_params = _MISSING
+    if scaler in _DP_SCALERS and scaler_params is not _MISSING:
+        scaler_params = _dp_scaler_params(scaler_params or {}, problems)
+    if not isinstance(class_path, str) or scaler_params is _MISSING:
         return _MISSING
     cls = _import_estimator(t, class_path)
     if cls is _MISSING or params is _MISSING or scaler is _MISSING:
@@ -97,7 +106,46 @@ def _estimator_section(raw: Mapping[str, Any], problems: list[tuple[str, str]]) 
 
         step = make_pipeline(est).steps[0][0]
     return EstimatorConfig(class_path=class_path, cls=cls, params=params,
-                           pipeline_scaler=None if scaler == "none" else scaler, step_name=step)
+                           pipeline_scaler=None if scaler == "none" else scaler, step_name=step,
+                           scaler_params=dict(scaler_params or {}))
+
+
+def _dp_scaler_params(raw: Mapping[str, Any], problems: list[tuple[str, str]]) -> Any:
+    """``estimator.scaler_params`` of ``pipeline_scaler = "dp_standard"``: DPStandardScaler's parameters, checked."""
+    from privtune.preprocessing import DPStandardScaler
+
+    known = sorted(set(DPStandardScaler._get_param_names()) - {"accountant"})
+    bad = False
+    for k in raw:
+        if k not in known:
+            close = difflib.get_close_matches(k, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            problems.append((f"estimator.scaler_params.{k}", f"DPStandardScaler has no parameter {k!r}{hint}; "
+                                                             f"expected one of: {', '.join(known)}"))
+            bad = True
+    if "bounds" not in raw:
+        problems.append(("estimator.scaler_params.bounds", "required with pipeline_scaler = \"dp_standard\": the "
+                         "public range of every feature, [lower, upper] (numbers, or arrays of one number per "
+                         "feature), e.g. bounds = [0.0, 1000.0]; never read off the data"))
+        bad = True
+    if bad:
+        return _MISSING
+    params = {k: (tuple(v) if isinstance(v, list) and k == "bounds" else v) for k, v in raw.items()}
+    bounds = params["bounds"]
+    if not (isinstance(bounds, tuple) and len(bounds) == 2):
+        problems.append(("estimator.scaler_params.bounds", f"expected [lower, upper], got {_show(raw['bounds'])}"))
+        return _MISSING
+    try:
+        scaler = DPStandardScaler(**params)
+        scaler._validate("DPStandardScaler")
+        widths = {np.size(b) for b in bounds}
+        scaler._declared_bounds(max(widths), "DPStandardScaler")  # a length mismatch is refused with the data
+    except (InvalidParameterError, TypeError, ValueError) as exc:
+        m = _PARAM_RE.search(str(exc))
+        key = f"estimator.scaler_params.{m.group(1)}" if m and m.group(1) in params else "estimator.scaler_params"
+        problems.append((key, str(exc)))
+        return _MISSING
+    return params
 
 
 def _dimension(name: str, raw: Any, problems: list[tuple[str, str]]) -> Any:
@@ -369,14 +417,15 @@ def load_config(path: str | os.PathLike[str]) -> TuneConfig:
             and isinstance(est, EstimatorConfig):
         from privtune.model_selection._training import check_training_estimator
 
-        if est.pipeline_scaler is not None:
+        if est.pipeline_scaler is not None and est.pipeline_scaler not in _DP_SCALERS:
             problems.append(("estimator.pipeline_scaler", f"a scaler fitted on sensitive training data (data.sensitive "
-                             f"= {json.dumps(data.sensitive)}) is not private; remove it (privtune's DP estimators "
-                             "take public bounds instead) or use sensitive = \"validation\""))
+                             f"= {json.dumps(data.sensitive)}) is not private; use pipeline_scaler = \"dp_standard\" "
+                             "(a DP scaler with declared bounds in estimator.scaler_params), scale the columns with "
+                             "public constants before, or use sensitive = \"validation\""))
             data = _MISSING
         else:
             try:
-                check_training_estimator(est.cls(**est.params), owner="privtune tune")
+                check_training_estimator(est.build(), owner="privtune tune")
             except InvalidParameterError as exc:
                 key = ("estimator.params.classes" if "classes=" in str(exc) else
                        "estimator.params.clip" if "clip=" in str(exc) else "data.sensitive")

@@ -22,6 +22,7 @@ from privtune.base import PrivacyTags
 from privtune.exceptions import InvalidParameterError
 from privtune.linear_model._classifier import _LinearClassifier, _LogisticProbaMixin
 from privtune.linear_model._input import _numeric_rows, _numeric_table, _public_shape
+from privtune.linear_model._logistic import _SCALING_DOC
 from privtune.mechanisms.gaussian import calibrate_rdp_gaussian
 from privtune.optim._losses import clip_rows, zero_non_finite
 from privtune.optim._nonconvex import LOSSES, NonconvexLoss
@@ -52,7 +53,7 @@ def _arithmetic_cause(exc: BaseException) -> BaseException | None:
 
 
 class DPNonConvexClassifier(_LogisticProbaMixin, _LinearClassifier):
-    r"""Binary classifier with a non-convex loss, trained privately to a second-order point (Gao & Wright 2023).
+    __doc__ = r"""Binary classifier, non-convex loss, privately trained to a second-order point (Gao & Wright 2023).
 
     ``fit`` looks for an approximate second-order stationary point of
 
@@ -200,7 +201,8 @@ class DPNonConvexClassifier(_LogisticProbaMixin, _LinearClassifier):
     (``B_g = R'/4``, ``B_H = sqrt(3) R'^2 / 18`` for the sigmoid loss;
     ``R'`` and ``R'^2 / 4`` for the log-loss), enforced by clipping. See
     :func:`~privtune.optim.second_order.dp_second_order` for the noise and
-    the calibration.
+    the calibration.""" + _SCALING_DOC.replace(
+        "CLIPPED_TO", "every row is clipped to the L2 norm ``data_norm``") + r"""
 
     **What a search is told** (``_fit_privacy_event()``, no arguments, used by
     :class:`~privtune.model_selection.PrivateSearchCV` before it knows ``n``).

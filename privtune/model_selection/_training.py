@@ -1156,7 +1156,9 @@ class _TrainingRoleMixin:
         top = budget.epsilon if math.isfinite(budget.epsilon) else 1e6
         lo = top * 1e-6
         if not fits(lo):
-            return None, (f"not even a per-fit epsilon of {lo:.3g} fits this plan: lower n_iter first")
+            others = any(kind == "dp" for _, kind, _ in training_steps(self.estimator))
+            return None, (f"not even a per-fit epsilon of {lo:.3g} fits this plan: lower n_iter"
+                          + (" or the epsilon of the pipeline's other DP steps" if others else "") + " first")
         if fits(top):
             return floor_digits(top), None
         hi = top

@@ -9,6 +9,7 @@ from privtune.linear_model._logistic import (
     _COMMON_ATTRS_DOC,
     _COMMON_PARAMS_DOC,
     _PRIVACY_DOC,
+    _SCALING_DOC,
     _ClippedLinearMixin,
     _DPMarginClassifier,
 )
@@ -60,7 +61,8 @@ class DPLinearSVC(_ClippedLinearMixin, _DPMarginClassifier):
     Notes
     -----""" + _PRIVACY_DOC + """ The per-example L1 sensitivity of the
     gradient is ``2 kappa (data_norm + intercept_scaling)`` with
-    ``kappa = max_slope`` (the clipped loss derivative lies in ``[-kappa, 0]``).
+    ``kappa = max_slope`` (the clipped loss derivative lies in ``[-kappa, 0]``).""" + _SCALING_DOC.replace(
+        "CLIPPED_TO", "every row is clipped to ``data_norm`` (L2 with Gaussian noise, L1 with Laplace)") + """
 
     The smoothed hinge is not in the paper (which treats logistic regression);
     the algorithms and their privacy analysis apply unchanged to any smooth

@@ -93,7 +93,13 @@ import numpy as np
 
 from privtune.accounting.accountant import Accountant
 from privtune.exceptions import InvalidParameterError
-from privtune.linear_model._logistic import _COMMON_ATTRS_DOC, _COMMON_PARAMS_DOC, _PRIVACY_DOC, _DPMarginClassifier
+from privtune.linear_model._logistic import (
+    _COMMON_ATTRS_DOC,
+    _COMMON_PARAMS_DOC,
+    _PRIVACY_DOC,
+    _SCALING_DOC,
+    _DPMarginClassifier,
+)
 from privtune.optim._losses import clip_rows, zero_non_finite
 from privtune.optim.accelerated import gaussian_run_multiplier
 from privtune.svm._taylor import (
@@ -335,6 +341,14 @@ class DPSVC(_DPMarginClassifier):
     With the Taylor map the rows are clipped to L2 norm 1 and so
     ``||u||_1 <= sqrt(n_components_)``: the same L2 bound, hence the same
     Gaussian sensitivity and charged event, as the random features.
+
+    The inputs are clipped to the L2 norm ``reference_norm`` before the
+    Taylor map and the linear part, and the RBF kernel
+    ``exp(-gamma ||x - x'||^2)`` assumes inputs on the scale ``gamma`` is
+    chosen for: with raw features (a column near 1000) the clipped inputs all
+    point almost along that column and the kernel between distinct rows is
+    about 0, so the model predicts the majority class.""" + _SCALING_DOC.replace(
+        "CLIPPED_TO", "the inputs are clipped to ``reference_norm``, the mapped rows to norm 1") + """
 
     Random features are not in Kuru et al. (2022); the seed-002 solvers are
     applied unchanged to the mapped data (Rahimi & Recht 2007; the same route as
