@@ -212,3 +212,13 @@ def test_public_training_rows_keep_the_ordinary_pipeline_fit():
     search = _search(make_pipeline(StandardScaler(), DPLogisticRegression(classes=[0, 1])), sensitive="validation",
                      method="random").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     assert search.best_estimator_.steps[0][1].mean_ == pytest.approx(X_tr.mean(axis=0))
+
+
+def test_bounds_that_do_not_match_the_features_are_refused_before_any_charge():
+    X_tr, y_tr, X_v, y_v = _data()
+    acc = Accountant(Budget(3.0, 1e-6))
+    pipe = make_pipeline(DPStandardScaler(bounds=([0.0, 0.0], [1000.0, 1000.0]), epsilon=0.3),  # 2 bounds, 3 columns
+                         DPLogisticRegression(epsilon=0.3, classes=[0, 1]))
+    with pytest.raises(InvalidParameterError, match="n_features=3"):
+        _search(pipe, accountant=acc).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert len(acc.ledger) == 0
