@@ -445,13 +445,14 @@ def _fit_param_keys(fit_params: Any) -> set[str]:
 
 
 def isolated_transform(step: Any, X: Any, width: int, like: Any = None) -> Any:
-    """``step.transform(X)`` with row isolation: a row whose block's call fails gets NaN entries (see the module).
+    """``step.transform(X)`` with row isolation: a row that fails on its own gets NaN entries (see the module).
 
     Rows are transformed in the fixed blocks of
     :mod:`~privtune.model_selection._isolation` (one call per block when
     nothing fails); a block whose call raises is bisected to find its failing
     rows and evaluated again whole with them replaced, so every other row
-    keeps the value it has when nothing fails. Non-finite outputs are kept.
+    keeps the value it has when nothing fails. A row whose output is not
+    finite gets NaN entries too (the DP steps map a non-finite row either way).
     ``like``: the step's output on the public probe; a pandas frame makes the
     result a frame with its columns (and ``X``'s index).
     """
