@@ -244,6 +244,8 @@ def _tune(args: argparse.Namespace) -> int:
         raise CLIError(f"data.n_validation: declared {cfg.data.n_validation}, but the configured data give a "
                        f"validation set of {m} rows")
     search = cfg.make_search(verbose=0 if args.quiet else 1)
+    if args.resume and cfg.storage.enabled:  # --resume: the search continues the study it finds (resume=True)
+        search.set_params(resume=True)
     # refuses an unaffordable plan before any storage exists
     plan = _plan(search, m, cfg.data.n_classes or 2, split=cfg.data.validation is None)
 

@@ -122,8 +122,10 @@ def test_exception_messages_carry_no_raw_value(data):
                         n_candidates=8, accountant=acc, random_state=0).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
     assert "3141592" not in str(info.value)
 
-    def failing(est, X, y):
-        raise RuntimeError(f"scorer failed at {sentinel_scorer(est, X, y)!r}")
+    def failing(est, X, y):  # on the sensitive validation rows only (on public training rows it is refused up front)
+        if any(np.array_equal(row, X_val[0]) for row in np.asarray(X)):
+            raise RuntimeError(f"scorer failed at {sentinel_scorer(est, X, y)!r}")
+        return sentinel_scorer(est, X, y)
 
     s = PrivateSearchCV(SVC(random_state=0), SPACE, scoring=failing, score_bounds=(0.0, 1.0), n_iter=3,
                         n_candidates=8, random_state=0).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)

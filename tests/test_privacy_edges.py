@@ -701,8 +701,10 @@ def test_parallel_search_ships_object_rows_to_threads_and_secret_counts_stay_in_
                     n_iter=4, n_candidates=16, method_params={"selection": "random-stopping"}, n_jobs=2,
                     random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     params = {"regularization": "C", "lambda_bounds": (1.0, 1.01), "lipschitz": 1.0, "loss_bound": 1.0}
-    PrivateSearchCV(SVC(random_state=0), {"C": Real(1.0, 1.01)}, method="lipschitz", scoring="neg_log_loss",
-                    score_bounds=(-1.0, 0.0), method_params=params, n_jobs=2, n_iter=3, n_candidates=4,
+    # (probability=True: an SVC without predict_proba under neg_log_loss is refused before anything runs, issue 38)
+    PrivateSearchCV(SVC(random_state=0, probability=True), {"C": Real(1.0, 1.01)}, method="lipschitz",
+                    scoring="neg_log_loss", score_bounds=(-1.0, 0.0), method_params=params, n_jobs=2, n_iter=3,
+                    n_candidates=4,
                     random_state=0, refit=False).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     assert calls == []
     batches = []

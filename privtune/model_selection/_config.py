@@ -134,6 +134,12 @@ class _SearchConfigMixin:
                 raise InvalidParameterError(
                     f"Pass either 'accountant' or 'storage' to {owner}, not both: with storage, the study's ledger is "
                     "the accountant's.")
+        if not isinstance(self.resume, bool):
+            raise InvalidParameterError(f"The 'resume' parameter of {owner} must be a bool. Got {self.resume!r}.")
+        if self.resume and self.storage is None:
+            raise InvalidParameterError(
+                f"resume=True needs a stored study to continue, but the 'storage' parameter of {owner} is None. Pass "
+                "storage=<file> and study_name, or resume=False.")
         if self.study_name is not None and (not isinstance(self.study_name, str) or not self.study_name):
             raise InvalidParameterError(f"The 'study_name' parameter of {owner} must be a non-empty str or None.")
         if isinstance(self.study_name, str) and "::" in self.study_name:
@@ -540,7 +546,7 @@ class _SearchConfigMixin:
         return m
 
     @staticmethod
-    def _split(X: Any, y: Any, m: int, rng: np.random.Generator) -> tuple[Any, Any, Any, Any, np.ndarray]:
+    def _split(X: Any, y: Any, m: int, rng: np.random.Generator, *, positions: bool = False) -> tuple[Any, ...]:
         """Training and validation parts of one table, each part's types read from its own entries.
 
         The split never looks at the values. A table read as a whole takes its
@@ -553,13 +559,14 @@ class _SearchConfigMixin:
         categorical part keeps only the categories its own rows hold, and
         integral float labels become integers (:func:`_own_types`). Rows are
         taken by position in the caller's own container (a DataFrame stays one).
-        Also returns the training part's positions (to slice per-sample fit
-        parameters with them).
+        With ``positions``, also returns the training part's positions (to
+        slice per-sample fit parameters with them).
         """
         perm = rng.permutation(X.shape[0])
         val, tr = np.sort(perm[:m]), np.sort(perm[m:])
-        return (_own_types(rows(X, tr)), _own_types(rows(y, tr), True), _own_types(rows(X, val)),
-                _own_types(rows(y, val), True), tr)
+        parts = (_own_types(rows(X, tr)), _own_types(rows(y, tr), True), _own_types(rows(X, val)),
+                 _own_types(rows(y, val), True))
+        return (*parts, tr) if positions else parts
 
     def _make_method(self, cfg: dict[str, Any], scorer: BoundedScorer, m: int, sensitivity: float,
                      budget: Budget) -> Any:

@@ -276,20 +276,30 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
     storage : str, os.PathLike or None, default=None
         A SQLite file (or ``"sqlite:///path"``) holding the study: its public
         configuration, the privacy ledger (every charge committed before its data
-        access), the released values and the report. Fitting again with the same
-        ``storage`` and ``study_name`` **resumes** the study after a crash: past
-        charges count, are never repeated, and released observations are reused;
-        a completed study is loaded without spending anything. With sensitive
-        training rows (``sensitive="training"`` or ``"both"``) the study also
-        holds the training role's ledger (the fits' plan, committed before the
-        first fit reads a row), and it is **not** resumed: its DP fits would run
-        again and draw new noise on the training rows, a release no ledger paid
-        for. A stored study of that kind that already holds a charge is refused
-        before anything is read or spent; its file keeps what it spent (name a
-        new study to search again, and count both).
+        access), the released values and the report. A study that already
+        exists is continued only when you ask for it (``resume=True``, as the
+        command line's ``--resume``): fitting again then **resumes** the study
+        after a crash (past charges count, are never repeated, and released
+        observations are reused), and a completed study is loaded without
+        spending anything (its stored release, whatever data you pass now).
+        With sensitive training rows (``sensitive="training"`` or ``"both"``)
+        the study also holds the training role's ledger (the fits' plan,
+        committed before the first fit reads a row), and it is **not**
+        resumed: its DP fits would run again and draw new noise on the training
+        rows, a release no ledger paid for. A stored study of that kind that
+        already holds a charge is refused before anything is read or spent;
+        its file keeps what it spent (name a new study to search again, and
+        count both).
     study_name : str or None, default=None
         The study's name in ``storage`` (default ``"default"``); it may not
         contain ``"::"`` (the training role's ledger is ``"<study>::training"``).
+    resume : bool, default=False
+        With ``storage``: continue the study ``study_name`` that already exists
+        (a crashed one is resumed, a completed one loaded without evaluating or
+        spending anything). ``False`` refuses an existing study before anything
+        is read or spent, and ``True`` refuses a study that does not exist, each
+        with a message saying what to do: a search fitted again on the same
+        study used to return the old release silently, even on other data.
     error_score : "lower" or "raise", default="lower"
         What a candidate whose *fit* fails scores: the lower score bound, or stop
         with :class:`CandidateFitError` naming the candidate and the exception's
@@ -447,6 +457,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         accountant: Accountant | None = None,
         storage: Any = None,
         study_name: str | None = None,
+        resume: bool = False,
         error_score: Any = "lower",
         n_jobs: int | None = None,
         random_state: Any = None,
@@ -474,6 +485,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         self.accountant = accountant
         self.storage = storage
         self.study_name = study_name
+        self.resume = resume
         self.error_score = error_score
         self.n_jobs = n_jobs
         self.random_state = random_state
@@ -613,11 +625,18 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             self._check_epsilon_domain(cfg, scorer, m, self.score_sensitivity_, probe)
 
             n_features = n_columns(X_tr)
-            study = StudyStorage(self.storage).open(self.study_name or "default",
-                                                    self._public_config(cfg, m, (n_train, n_features)))
+            name = self.study_name or "default"
+            existed = self._check_resume(name)
+            study = StudyStorage(self.storage).open(name, self._public_config(cfg, m, (n_train, n_features)))
             if self.sensitive != "validation":
                 try:
-                    refuse_spent_training_study(study)
+                    refuse_spent_training_study(study)  # one that holds a charge: refused, resume or not
+                    if existed and not self.resume:  # one refused before its first charge: started again on request
+                        raise InvalidParameterError(
+                            f"Study {name!r} already exists in {study.path_for_messages!r} (status: {study.status}) "
+                            "and holds no charge yet (a search on sensitive training rows refused before its first "
+                            "charge). Pass resume=True to start it again, or name a new study (study_name=...). "
+                            "Nothing was read or spent.")
                 except BaseException:
                     study.close()
                     raise
@@ -635,7 +654,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
 
                 folds = list(KFold(n_splits=k, shuffle=True, random_state=seeds[0] % 2**32).split(X_tr))
             elif X_v is None:
-                X_tr, y_tr, X_v, y_v, tr = self._split(X_tr, y_tr, m, np.random.default_rng(seeds[0]))
+                X_tr, y_tr, X_v, y_v, tr = self._split(X_tr, y_tr, m, np.random.default_rng(seeds[0]),
+                                                       positions=True)
                 fit_params = fit_params.restricted(tr)  # sample_weight: the training part's own rows
             candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=cfg["grid"],
                                        random_state=np.random.default_rng(seeds[1]))
@@ -669,6 +689,43 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         finally:
             if study is not None:
                 study.close()
+
+    def _check_resume(self, name: str) -> bool:
+        """Refuse to open an existing study without ``resume=True``, or a missing one with it (nothing written).
+
+        As the command line's ``--resume``: fitting again on a study that exists
+        continues it (a completed one returns its stored release, whatever data
+        is passed now), so it takes an explicit ``resume=True``. A study of a
+        search on sensitive training rows is left to the caller: one that holds
+        a charge is refused in any case
+        (:func:`~privtune.model_selection._training.refuse_spent_training_study`),
+        one that holds none needs ``resume=True`` too. Returns whether the study
+        exists.
+        """
+        import os
+
+        from privtune.storage import StudyStorage
+        from privtune.storage._sqlite import _path_from
+
+        path = _path_from(self.storage)
+        state = None
+        if os.path.exists(path):
+            storage = StudyStorage(self.storage)
+            try:
+                state = storage.status(name)
+            finally:
+                storage.close()
+        if self.resume and state is None:
+            raise InvalidParameterError(
+                f"resume=True: there is no study {name!r} in {path!r} to resume. Set resume=False to start it (or "
+                "check storage and study_name). Nothing was read or spent.")
+        if not self.resume and state is not None and self.sensitive == "validation":
+            raise InvalidParameterError(
+                f"Study {name!r} already exists in {path!r} (status: {state}). Fitting it again continues it: a "
+                "running study resumes where it stopped, and a completed one returns its stored release without "
+                "reading the data you pass now. Pass resume=True to continue it explicitly (what it spent is never "
+                "spent again), or name a new study (study_name=...) to search again. Nothing was read or spent.")
+        return state is not None
 
     @staticmethod
     def _check_affordable(method: Any, candidates: Any, accountant: Accountant, journal: Any) -> None:
@@ -795,12 +852,17 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         head = np.arange(min(n, PREFLIGHT_ROWS))
         X_s, y_s = rows(X_tr, head), rows(y_tr, head)
         failures: list[tuple[Mapping[str, Any], str, Any]] = []
+        # The run of a raw-score method (or random stopping) is silenced whole (see _fit_search): so is this fit.
+        quiet = cfg["method"] in _RAW_TRAJECTORY or cfg["stopping"]
         for params in candidates.params:
             est = clone(estimator).set_params(**params)
             derived = seeder.seed(est, CANDIDATE, params, 0, 0)
             try:
-                est.fit(X_tr, y_tr, **fit_params.at())
-                check_public_score(est, scorer, X_s, y_s)
+                with warnings.catch_warnings() if quiet else contextlib.nullcontext():
+                    if quiet:
+                        warnings.simplefilter("ignore")
+                    est.fit(X_tr, y_tr, **fit_params.at())
+                    check_public_score(est, scorer, X_s, y_s)
             except (BudgetExceededError, LedgerError, KeyboardInterrupt):
                 raise  # a fit that charges an accountant: a contract violation, never a candidate's failure
             except BaseException as exc:  # noqa: BLE001 - public rows: the error is public, told, its candidate left out

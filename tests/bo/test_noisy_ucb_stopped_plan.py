@@ -109,7 +109,7 @@ def test_private_search_cv_stopped_by_a_callback_reports_the_plan_total(tmp_path
     path = str(tmp_path / "study.sqlite")
     a = _search(callbacks=[lambda r: r.iteration >= 2], storage=path, study_name="s").fit(
         X_tr, y_tr, X_val=X_v, y_val=y_v)
-    b = _search(callbacks=[lambda r: r.iteration >= 2], storage=path, study_name="s").fit(
+    b = _search(callbacks=[lambda r: r.iteration >= 2], storage=path, study_name="s", resume=True).fit(
         X_tr, y_tr, X_val=X_v, y_val=y_v)
     assert a.privacy_spent_["validation"] == b.privacy_spent_["validation"] == full.privacy_spent_["validation"]
     assert len(b.ledger_) == 9

@@ -198,7 +198,7 @@ def test_a_split_types_each_part_of_a_frame_from_its_own_rows():
     labels = (np.arange(n) % 2).astype(float)
     labels[val[2]] = np.nan
     y = pd.Series(labels)
-    X_tr, y_tr, X_v, y_v, tr = PrivateSearchCV._split(X, y, m, np.random.default_rng(5))
+    X_tr, y_tr, X_v, y_v, tr = PrivateSearchCV._split(X, y, m, np.random.default_rng(5), positions=True)
     assert X_tr["num"].dtype == np.int64 and X_v["num"].dtype == object
     assert "only-in-validation" not in list(X_tr["site"].cat.categories)
     assert y_tr.dtype == np.int64 and y_v.dtype == np.float64

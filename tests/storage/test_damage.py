@@ -33,21 +33,22 @@ def _data():
     return X[:350], y[:350], X[350:], y[350:]
 
 
-def _search(path):
+def _search(path, resume=True):
     return PrivateSearchCV(SVC(random_state=0), SPACE, method="random", epsilon=1.0, delta=1e-6, n_iter=4,
-                           n_candidates=8, storage=path, study_name="s", random_state=5)
+                           n_candidates=8, storage=path, study_name="s", random_state=5, resume=resume)
 
 
-def _fit(path):
+def _fit(path, resume=True):
+    """A search on the study ``s`` (resuming it, as every search on a damaged copy here means to)."""
     X_tr, y_tr, X_v, y_v = _data()
-    return _search(path).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    return _search(path, resume).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
 
 
 @pytest.fixture(scope="module")
 def study_file(tmp_path_factory):
     """A completed study (4 charges, journal, report) written by a real search."""
     path = str(tmp_path_factory.mktemp("damage") / "study.sqlite")
-    _fit(path)
+    _fit(path, resume=False)
     return path
 
 

@@ -65,14 +65,16 @@ def _data():
     return X[:350], y[:350], X[350:], y[350:]
 
 
-def _search(path):
+def _search(path, resume=True):
+    """A search on the study ``s`` (resuming a previous release's file, as every search here but the first means
+    to)."""
     return PrivateSearchCV(SVC(random_state=0), SPACE, method="noisy-ucb", epsilon=1.0, delta=1e-6, n_iter=4,
-                           n_candidates=8, storage=path, study_name="s", random_state=5)
+                           n_candidates=8, storage=path, study_name="s", random_state=5, resume=resume)
 
 
-def _fit(path):
+def _fit(path, resume=True):
     X_tr, y_tr, X_v, y_v = _data()
-    return _search(path).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    return _search(path, resume).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
 
 
 def _dead_pid():
@@ -100,7 +102,7 @@ def interrupted_rows(tmp_path_factory):
     NoisyUCB._release_score = interrupt_third
     try:
         with pytest.raises(KeyboardInterrupt):
-            _fit(path)
+            _fit(path, resume=False)
     finally:
         NoisyUCB._release_score = real
     conn = sqlite3.connect(path)

@@ -71,7 +71,7 @@ def test_killed_search_resumes_without_respending(tmp_path, method, kill_at):
     path = _run_child_killed_at(tmp_path, method, kill_at)
     before = list(SQLiteLedger(path, study="s").entries())
     X_tr, y_tr, X_v, y_v = _data()
-    s = _search(path, method).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)  # resume in this process (no kill env)
+    s = _search(path, method, resume=True).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)  # resume here (no kill env)
     ledger = list(s.accountant_.entries)
     plan = list(s.release_.events)
     # never re-spends: the ledger is exactly the plan, each charge once, and the pre-crash charges kept
@@ -86,7 +86,7 @@ def test_killed_search_resumes_without_respending(tmp_path, method, kill_at):
 
 
 def test_noisy_ucb_completed_observations_are_reused_not_reevaluated(tmp_path, monkeypatch):
-    path = _run_child_killed_at(tmp_path, "noisy-ucb", 5)  # killed during the 5th evaluation
+    path = _run_child_killed_at(tmp_path, "noisy-ucb", 6)  # the pre-flight fit, then killed in the 5th evaluation
     stored = [StudyStorage(path)._conn.execute(
         "SELECT value FROM privtune_journal WHERE study='s' AND key=?", (f"observation:{t}",)).fetchone()
         for t in range(1, 7)]
@@ -94,15 +94,15 @@ def test_noisy_ucb_completed_observations_are_reused_not_reevaluated(tmp_path, m
     counter = tmp_path / "resume_count"
     monkeypatch.setenv("PRIVTUNE_KILL_COUNTER", str(counter))
     X_tr, y_tr, X_v, y_v = _data()
-    s = _search(path, "noisy-ucb").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    s = _search(path, "noisy-ucb", resume=True).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     fits = int(counter.read_text())
-    assert fits <= 4  # observations 5 and 6, perhaps the final release, the refit -- not 7 fits from scratch
+    assert fits <= 5  # the pre-flight, observations 5 and 6, perhaps the final release, the refit -- not 8
     import json
 
     for t, v in enumerate(stored[:4], start=1):  # the pre-crash releases are reused exactly
         assert s.release_.history[t - 1].released_score == json.loads(v[0])["released_score"]
     with pytest.raises(InvalidParameterError, match="different configuration"):
-        _search(path, "noisy-ucb", scoring="balanced_accuracy", min_class_size=20).fit(
+        _search(path, "noisy-ucb", scoring="balanced_accuracy", min_class_size=20, resume=True).fit(
             X_tr, y_tr, X_val=X_v, y_val=y_v)
 
 
@@ -111,7 +111,7 @@ def test_completed_study_is_loaded_without_spending_or_evaluating(tmp_path):
     X_tr, y_tr, X_v, y_v = _data()
     a = _search(path, "random").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     n = len(a.accountant_.entries)
-    b = _search(path, "random").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    b = _search(path, "random", resume=True).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     assert b.best_params_ == a.best_params_ and b.best_score_ == a.best_score_
     assert len(b.accountant_.entries) == n and b.privacy_spent_ == a.privacy_spent_
 
@@ -147,7 +147,7 @@ def test_storage_refuses_bad_combinations(tmp_path):
     path = str(tmp_path / "plan.sqlite")
     _search(path, "random").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     with pytest.raises(InvalidParameterError, match="differs in: epsilon"):
-        _search(path, "random").set_params(epsilon=2.0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+        _search(path, "random", resume=True).set_params(epsilon=2.0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
 
 
 def test_journal_refuses_a_ledger_that_is_not_a_prefix_of_the_plan():
@@ -183,7 +183,7 @@ def test_secure_noise_study_resumes_with_the_same_split_and_candidates(tmp_path)
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == -9, proc.stdout + proc.stderr
     X_tr, y_tr, _, _ = _data()
-    s = _secure_search(path).fit(X_tr, y_tr)  # would raise LedgerError if the candidates or split changed
+    s = _secure_search(path).set_params(resume=True).fit(X_tr, y_tr)  # LedgerError if the candidates or split changed
     assert not s.seeded_ and len(s.release_.history) == 6
     assert [e.event for e in s.accountant_.entries] == list(s.release_.events)
 
@@ -208,7 +208,7 @@ def test_a_copy_of_the_study_file_alone_keeps_every_charge(tmp_path, method, kil
     in_copy = [e.event for e in SQLiteLedger(copy, study="s").entries()]
     assert in_copy == before  # a resume from the copy counts (and replays) every pre-crash charge
     X_tr, y_tr, X_v, y_v = _data()
-    s = _search(copy, method).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    s = _search(copy, method, resume=True).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     ledger = [e.event for e in s.accountant_.entries]
     assert ledger[: len(before)] == before and ledger == list(s.release_.events)
     assert s.privacy_spent_["overall"].epsilon <= 1.0 * (1 + 1e-12)
@@ -238,7 +238,7 @@ def test_a_study_whose_ledger_lost_rows_is_refused_nothing_spent(tmp_path):
     conn.close()
     X_tr, y_tr, X_v, y_v = _data()
     with pytest.raises(LedgerError, match="does not match its recorded head"):
-        _search(path, "noisy-ucb").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+        _search(path, "noisy-ucb", resume=True).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     conn = _raw(path)
     assert conn.execute("SELECT COUNT(*) FROM privtune_ledger WHERE study='s'").fetchone()[0] == 2  # nothing added
     assert conn.execute("SELECT COUNT(*) FROM privtune_locks").fetchone()[0] == 0  # the lock was released
@@ -252,7 +252,7 @@ def test_a_study_whose_ledger_and_head_were_rolled_back_behind_its_journal_is_re
     conn.close()
     X_tr, y_tr, X_v, y_v = _data()
     with pytest.raises(LedgerError, match="journal was written after"):
-        _search(path, "noisy-ucb").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+        _search(path, "noisy-ucb", resume=True).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
 
 
 @pytest.mark.parametrize("delete_head, match", [(False, "journal holds"), (True, "no recorded head")])
@@ -267,7 +267,7 @@ def test_a_study_whose_journal_lost_releases_is_refused(tmp_path, delete_head, m
     conn.close()
     X_tr, y_tr, X_v, y_v = _data()
     with pytest.raises(LedgerError, match=match):
-        _search(path, "noisy-ucb").fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+        _search(path, "noisy-ucb", resume=True).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
 
 
 def test_a_study_a_callback_stopped_resumes_after_a_crash_in_its_final_release(tmp_path, monkeypatch):
@@ -294,6 +294,6 @@ def test_a_study_a_callback_stopped_resumes_after_a_crash_in_its_final_release(t
     phases = [e.phase for e in SQLiteLedger(path, study="s").entries()]
     assert phases == ["observations"] * 2 + ["observations_not_run"] * 4 + ["score_release"]
     monkeypatch.setattr(NoisyUCB, "_release_score", real)
-    s = _search(path, "noisy-ucb", callbacks=stop_at_2).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    s = _search(path, "noisy-ucb", callbacks=stop_at_2, resume=True).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     assert [e.phase for e in s.ledger_] == phases  # nothing charged again
     assert s.n_iter_ == 2

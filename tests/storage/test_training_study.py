@@ -97,11 +97,12 @@ def test_a_study_that_holds_a_charge_is_refused_before_any_fit_or_charge(store, 
 
 def test_a_study_refused_before_its_first_charge_is_opened_again_not_refused(store):
     """An unaffordable training plan is refused after the study row exists but before any charge: the same
-    configuration opens that empty study again (it is refused for its plan, not as a spent study)."""
+    configuration opens that empty study again with resume=True (it is refused for its plan, not as a spent
+    study)."""
     X, y = _data()
-    for _ in range(2):
+    for again in (False, True):
         with pytest.raises(BudgetExceededError):  # four fits at 0.9 cost more than the training budget of 1
-            _search(store, epsilon=0.9).fit(X, y)
+            _search(store, epsilon=0.9, resume=again).fit(X, y)
         assert _lengths(store) == (0, 0) and not LedgerCheckingDPLR.fits
     assert StudyStorage(store).status("s") == "running"
 
