@@ -303,7 +303,10 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
     error_score : "lower" or "raise", default="lower"
         What a candidate whose *fit* fails scores: the lower score bound, or stop
         with :class:`CandidateFitError` naming the candidate and the exception's
-        type (never its text, which may quote data values). ``"raise"`` is
+        type (never its text, which may quote data values). With public training
+        rows a failure there is found before any charge (the screening or the
+        pre-flight fit, see ``fit``): the candidate is left out (``"lower"``),
+        or ``"raise"`` raises then, chained to the error (public). ``"raise"`` is
         refused when training data is sensitive (whether a fit fails would then
         be a release). Failures of ``predict`` / ``predict_proba`` on the
         sensitive validation rows never raise and never score a whole set: each
@@ -545,13 +548,31 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
 
         Parameters
         ----------
-        X, y : array-like
+        X, y : array-like, pandas or polars DataFrame / Series
             Training data (or the whole data set, split by ``validation_size``
-            when no validation set is given).
+            when no validation set is given). A DataFrame reaches the
+            estimator as a DataFrame, with its column names and dtypes (rows
+            are taken by position), as in scikit-learn's searches; ``y`` may be
+            a Series of any dtype (pandas' ``str``, ``category``, ``Int64``,
+            ``boolean``, ``object``).
         X_val, y_val : array-like or None
-            The sensitive validation set (public size m >= 2).
+            The sensitive validation set (public size m >= 2), with ``X``'s
+            structure: the same kind of table, the same column names in the
+            same order, the same number of features (refused otherwise, before
+            anything is read or spent).
         **fit_params : dict
-            Passed to the estimator's ``fit``.
+            Passed to the estimator's ``fit``, as scikit-learn's searches pass
+            them: one with an entry per row of ``X`` (``sample_weight``) is
+            sliced with the rows of every fit (the ``validation_size`` split's
+            training part, ``cv`` folds, ``prescreen``'s screening folds, the
+            refit); with ``sklearn.set_config(enable_metadata_routing=True)``
+            they are routed to what the estimator requests. A parameter the
+            estimator's ``fit`` does not take, or a ``sample_weight`` of
+            another length than ``X``, is refused up front. Scores on the
+            validation rows are unweighted. ``groups`` (one label per training
+            row) is the search's own: ``prescreen``'s screening folds are then
+            ``GroupKFold`` folds; it is refused with ``validation_size``,
+            ``cv`` and the other methods, which split no public rows by it.
 
         Returns
         -------
@@ -560,9 +581,29 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         Raises
         ------
         InvalidParameterError
-            For any invalid parameter or input, before any data access or spend.
+            For any invalid parameter or input, before any data access or spend;
+            also when every candidate fails to fit or score on the public
+            training rows (scikit-learn's "All the n fits failed" message; at no
+            cost), or when a stored study exists and ``resume`` is False.
         BudgetExceededError
-            If the budget cannot cover the planned search, before any evaluation.
+            If the budget cannot cover the planned search, before any evaluation
+            (and before any fit).
+        CandidateFitError
+            With ``error_score="raise"``: a candidate failed on the public
+            training rows (before any charge, chained to its error), or its fit
+            failed after the charge (its type only).
+
+        Notes
+        -----
+        **Privacy.** Charges the validation role's plan (and, with sensitive
+        training rows, the training role's) before the first access it pays
+        for. With public training rows, the candidates are fitted and scored on
+        them first, for free (``prescreen``'s screening, or one pre-flight fit
+        of the first candidate: the search's own fit): what fails there is
+        public, so it is left out with a ``FitFailedWarning`` (all of it:
+        refused) before anything is spent, and its message is repeated. With
+        sensitive training rows only the inputs' public structure is checked
+        before the charge.
         """
         # The report's time stamp: when fit started, before any row is read (a finishing time would tell how long
         # the work on sensitive rows took).
