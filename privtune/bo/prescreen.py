@@ -2,23 +2,29 @@ r"""``prescreen``: screen candidates on the public training rows, then select pr
 
 privtune's extension (not in Kusner et al.). When only the validation rows are
 sensitive, the training rows are public, and anything computed from them alone
-is free: ``PrivateSearchCV`` ranks candidates by k-fold cross-validation *on
-the training rows only*, keeps the ``keep`` best (``n_iter`` by default), and
-this method then spends the whole budget as ``random`` does -- one
-exponential-mechanism selection among the kept candidates on the sensitive
-validation rows and a Laplace release of the winner's score.
+is free: ``PrivateSearchCV`` ranks a data-independent random subset of the
+candidate set by k-fold cross-validation *on the training rows only*, keeps the
+``keep`` best (``n_iter`` by default), and this method then spends the whole
+budget as ``random`` does -- one exponential-mechanism selection among the kept
+candidates on the sensitive validation rows and a Laplace release of the
+winner's score.
 
-The screening is successive halving on the public rows (as scikit-learn's
-``HalvingRandomSearchCV`` does, with a schedule of its own): a data-independent
-random subset of the candidate set is cross-validated on a random subsample of
-a third of the training rows, and the best third go on to all the rows, where
-the ``keep`` best are kept (``screen_rounds`` rounds at most, 2 by default: one
-halving; one round when the rows are few). Its cost is bounded by
-``screen_budget``, in fits on all the public training rows (a fit on r of the n
-rows counts r / n); the default, ``8 * keep``, is twice the fitting work of
-scikit-learn's ``RandomizedSearchCV(n_iter, cv=5)`` (5 ``n_iter`` fits on 4/5
-of the rows). :meth:`PrescreenedRandomSearch.screening_plan` gives the
-schedule from public sizes, before any fit.
+The screening's cost is bounded by ``screen_budget``, a number of fits (each on
+the training rows but one fold): by default ``15 * keep``, three times the
+``5 * n_iter`` fits of scikit-learn's ``RandomizedSearchCV(n_iter, cv=5)``. For
+any estimator whose fit does not get slower on fewer rows, the screening then
+takes at most ``screen_budget`` times one fit on all the training rows. Within
+the budget the screening looks at as many candidates as it can with 2-fold
+cross-validation, and uses more folds (up to 3) only when the whole candidate set
+fits: measured on ``benchmarks/privacy_utility.py``'s part-A tasks, 64
+candidates at 2 folds kept as good a set as 64 at 3 folds, and better than 33 at
+3 (``benchmarks/prescreen_cost.py``, docs/methods.md). Successive halving on
+subsamples of the rows (scikit-learn's ``HalvingRandomSearchCV``) was measured
+and not adopted: it spends *more* fits for the same breadth (the survivors are
+fitted again), which costs estimators whose fit time barely depends on the rows
+(``HistGradientBoostingClassifier``: 0.46 s on 1 000 rows, 1.07 s on 13 000).
+:meth:`PrescreenedRandomSearch.screening_plan` gives the schedule from public
+sizes, before any fit.
 
 Privacy: the kept set is a function of public data (the training rows, the
 declared space, the seeds), so the guarantee is ``random``'s, unconditional
@@ -45,21 +51,16 @@ import numpy as np
 from privtune.bo._common import split_budget
 from privtune.bo.random_search import RandomSearch
 from privtune.exceptions import InvalidParameterError
-from privtune.utils._validation import check_integer, check_real
+from privtune.utils._validation import check_integer
 
-__all__ = ["PrescreenedRandomSearch", "ScreeningPlan", "SCREEN_BUDGET_PER_KEPT", "SCREEN_ROUNDS"]
+__all__ = ["PrescreenedRandomSearch", "ScreeningPlan", "SCREEN_BUDGET_PER_KEPT", "SCREEN_FOLDS"]
 
-#: The default ``screen_budget`` per kept candidate, in fits on all the public training rows: 8 (twice the
-#: 4 fits' worth of rows -- 5 fits on 4/5 of them -- that ``RandomizedSearchCV(cv=5)`` spends per candidate).
-SCREEN_BUDGET_PER_KEPT = 8.0
+#: The default ``screen_budget`` per kept candidate, in fits: 15, three times the 5 fits per candidate of
+#: ``RandomizedSearchCV(cv=5)``.
+SCREEN_BUDGET_PER_KEPT = 15
 
-#: The default ``screen_rounds``: one halving. A fit on a subsample saves time in proportion to its rows only for
-#: some estimators: HistGradientBoostingClassifier took 0.46 s on 1 000 rows and 1.07 s on 13 000, so deeper
-#: halving multiplies small fits that cost almost as much as full ones.
-SCREEN_ROUNDS = 2
-
-#: The most rounds ``screen_rounds`` may ask for.
-MAX_ROUNDS = 8
+#: With ``screen_cv=None``, the folds of the screening: 2, or up to 3 when the whole screened set fits the budget.
+SCREEN_FOLDS = (2, 3)
 
 
 @dataclass(frozen=True)
@@ -68,52 +69,34 @@ class ScreeningPlan:
 
     Attributes
     ----------
-    rounds : tuple of (int, int)
-        ``(candidates, rows)`` per round: each of ``candidates`` is
-        cross-validated (``folds`` fits) on a random subsample of ``rows``
-        public training rows; the best ``1 / factor`` go on to the next round,
-        and the best ``kept`` of the last one (on all the rows) are kept. Empty
-        when the candidate set is no larger than ``kept`` (nothing to screen).
+    screened : int
+        Candidates cross-validated on the public training rows (0 when the
+        candidate set is no larger than ``kept``: nothing to screen).
     kept : int
         Candidates the private selection runs over.
     folds : int
-        Folds of every round's cross-validation.
+        Folds of the cross-validation (each fit trains on all the rows but one fold).
     n_rows : int
         Public training rows.
-    budget : float
-        The bound on ``work``.
+    budget : int
+        The bound on ``fits``.
     """
 
-    rounds: tuple[tuple[int, int], ...]
+    screened: int
     kept: int
     folds: int
     n_rows: int
-    budget: float
-
-    @property
-    def screened(self) -> int:
-        """Candidates the first round scores (all kept candidates when nothing is screened)."""
-        return self.rounds[0][0] if self.rounds else self.kept
+    budget: int
 
     @property
     def fits(self) -> int:
-        """Number of screening fits (``folds`` per candidate and round)."""
-        return self.folds * sum(n for n, _ in self.rounds)
-
-    @property
-    def work(self) -> float:
-        """The screening's fitting work in fits on all the public training rows (at most ``budget``).
-
-        Each fit of a round on ``rows`` rows trains on the ``folds - 1`` other
-        folds, so a round costs ``candidates (folds - 1) rows / n_rows``.
-        """
-        return sum(n * (self.folds - 1) * r for n, r in self.rounds) / max(self.n_rows, 1)
+        """Number of screening fits: ``folds`` per screened candidate (at most ``budget``)."""
+        return self.folds * self.screened
 
     def to_dict(self) -> dict[str, Any]:
         """The public summary a release's diagnostics carry."""
         return {"screened": int(self.screened), "kept": int(self.kept), "cv_folds": int(self.folds),
-                "rounds": [[int(n), int(r)] for n, r in self.rounds], "fits": int(self.fits),
-                "work_in_full_fits": round(float(self.work), 6), "budget_in_full_fits": float(self.budget),
+                "fits": int(self.fits), "budget_fits": int(self.budget),
                 "on": "the public training rows only (no privacy cost)"}
 
 
@@ -124,37 +107,25 @@ class PrescreenedRandomSearch(RandomSearch):
     ----------
     epsilon, delta, n_iter, score_sensitivity, score_bounds, selection_share
         As :class:`~privtune.bo.RandomSearch` (exponential selection only).
-    screen_budget : float or None, default=None
-        Bound on the screening's fitting work, in fits on all the public
-        training rows (a fit on r of the n rows counts r / n). ``None``:
-        ``8 * keep`` (:data:`SCREEN_BUDGET_PER_KEPT`), twice the work of
-        ``RandomizedSearchCV(n_iter, cv=5)`` when ``keep = n_iter``. A budget
-        too small for the cheapest screening (the best ``keep`` of ``keep + 1``
-        candidates on all the rows: ``(keep + 1) (screen_cv - 1)``) is refused
-        before any fit.
+    screen_budget : int or None, default=None
+        The most fits the screening may make (each on the public training rows
+        but one fold). ``None``: ``15 * keep`` (:data:`SCREEN_BUDGET_PER_KEPT`),
+        three times the fits of ``RandomizedSearchCV(n_iter, cv=5)`` when
+        ``keep = n_iter``. A budget that cannot screen more candidates than it
+        keeps (below ``2 * (keep + 1)``, or ``screen_cv * (keep + 1)`` with
+        fixed folds) is refused before any fit.
     screen_size : int or None, default=None
         How many candidates (a data-independent random subset of the
-        candidate set) the first round scores; ``None``: as many as the budget
-        allows, at most the candidate set. Given, the schedule has the fewest
-        rounds that fit the budget (refused when none does).
-    screen_cv : int, default=3
-        Folds of each round's cross-validation on the training rows.
+        candidate set) are screened; ``None``: as many as the budget allows,
+        at most the candidate set. Refused when the budget cannot pay for them.
+    screen_cv : int or None, default=None
+        Folds of the cross-validation on the training rows. ``None``: 2, or 3
+        when the budget pays for 3 folds of every screened candidate (the
+        most candidates first: measured, breadth beat folds at equal cost).
     keep : int or None, default=None
         How many of the best-screened candidates the private selection runs
         over; ``None``: ``n_iter`` (then every kept candidate is scored on the
         validation rows).
-    halving_factor : int, default=3
-        Each round keeps the best ``1 / halving_factor`` of its candidates
-        for a subsample ``halving_factor`` times larger (scikit-learn's
-        ``factor``).
-    screen_rounds : int, default=2
-        At most this many rounds (1: every screened candidate on all the
-        rows; more: deeper halving, which pays for estimators whose fit time
-        grows with the rows, such as kernel SVMs).
-    screen_min_rows : int, default=100
-        The smallest subsample a round may use (fewer rounds when the training
-        rows are few; with at most ``halving_factor * screen_min_rows`` rows
-        every screened candidate is cross-validated on all of them).
 
     Notes
     -----
@@ -168,25 +139,22 @@ class PrescreenedRandomSearch(RandomSearch):
 
     def __init__(self, *, epsilon: float, n_iter: int, score_sensitivity: float, delta: float = 0.0,
                  score_bounds: tuple[float, float] = (0.0, 1.0), selection_share: float = 0.5,
-                 screen_budget: float | None = None, screen_size: int | None = None, screen_cv: int = 3,
-                 keep: int | None = None, halving_factor: int = 3, screen_rounds: int = SCREEN_ROUNDS,
-                 screen_min_rows: int = 100) -> None:
+                 screen_budget: int | None = None, screen_size: int | None = None, screen_cv: int | None = None,
+                 keep: int | None = None) -> None:
         super().__init__(epsilon=epsilon, delta=delta, n_iter=n_iter, score_sensitivity=score_sensitivity,
                          score_bounds=score_bounds, selection="exponential", selection_share=selection_share)
         owner = type(self).__name__
         self.screen_size = None if screen_size is None else check_integer(screen_size, "screen_size", low=1,
                                                                           owner=owner)
-        self.screen_cv = check_integer(screen_cv, "screen_cv", low=2, high=100, owner=owner)
+        self.screen_cv = None if screen_cv is None else check_integer(screen_cv, "screen_cv", low=2, high=100,
+                                                                      owner=owner)
         self.keep = None if keep is None else check_integer(keep, "keep", low=1, owner=owner)
         if self.keep is not None and self.keep < self.n_iter:
             raise InvalidParameterError(
                 f"The 'keep' parameter of {owner} must be >= n_iter={self.n_iter} (the selection scores n_iter of "
                 f"the kept candidates). Got {keep!r} instead.")
-        self.screen_budget = None if screen_budget is None else check_real(screen_budget, "screen_budget", low=0.0,
-                                                                           owner=owner)
-        self.halving_factor = check_integer(halving_factor, "halving_factor", low=2, high=1000, owner=owner)
-        self.screen_min_rows = check_integer(screen_min_rows, "screen_min_rows", low=1, owner=owner)
-        self.screen_rounds = check_integer(screen_rounds, "screen_rounds", low=1, high=MAX_ROUNDS, owner=owner)
+        self.screen_budget = None if screen_budget is None else check_integer(screen_budget, "screen_budget",
+                                                                              low=1, owner=owner)
         self.screen_info: dict[str, Any] = {}
         self.kept_public_scores: tuple[float, ...] | None = None  # set by the screening (public rows only)
 
@@ -195,33 +163,22 @@ class PrescreenedRandomSearch(RandomSearch):
         """How many candidates the selection runs over (``keep``, else ``n_iter``) before the set's size caps it."""
         return self.keep if self.keep is not None else self.n_iter
 
-    def budget(self) -> float:
-        """``screen_budget``, or its default ``8 * keep`` (fits on all the public training rows)."""
+    def budget(self) -> int:
+        """``screen_budget``, or its default ``15 * keep`` fits."""
         return self.screen_budget if self.screen_budget is not None else SCREEN_BUDGET_PER_KEPT * self.kept_size()
 
-    def _sizes(self, n0: int, n_rounds: int) -> list[int]:
-        sizes = [n0]
-        for _ in range(n_rounds - 1):
-            sizes.append(math.ceil(sizes[-1] / self.halving_factor))
-        return sizes
+    def min_folds(self) -> int:
+        """The fewest folds a screening may use (``screen_cv``, or 2 when it is left to the budget)."""
+        return self.screen_cv if self.screen_cv is not None else SCREEN_FOLDS[0]
 
-    def _rows(self, n_rows: int, n_rounds: int) -> list[int]:
-        return [n_rows if i == n_rounds - 1 else n_rows // self.halving_factor ** (n_rounds - 1 - i)
-                for i in range(n_rounds)]
-
-    def _cost(self, sizes: Sequence[int], rows: Sequence[int], n_rows: int) -> float:
-        return sum(n * (self.screen_cv - 1) * r for n, r in zip(sizes, rows, strict=True)) / n_rows
-
-    def screening_plan(self, n_candidates: int, n_rows: int, *, label: str = "method='prescreen'",
-                       max_rounds: int = MAX_ROUNDS) -> ScreeningPlan:
+    def screening_plan(self, n_candidates: int, n_rows: int, *, label: str = "method='prescreen'") -> ScreeningPlan:
         """The screening's schedule for ``n_candidates`` candidates and ``n_rows`` public training rows.
 
-        Among schedules of 1 to ``screen_rounds`` rounds whose first
-        subsample holds at least ``screen_min_rows`` rows (one round always
-        qualifies: it uses all the rows), each round keeping the best
-        ``ceil(1 / halving_factor)`` of its candidates and the last one more
-        than ``keep``, the plan screens the most candidates whose work fits
-        the budget (ties: the fewest rounds). Public sizes only.
+        The most candidates (at most ``screen_size`` and the candidate set)
+        that ``screen_budget`` pays for at the fewest folds (``screen_cv``, or
+        2), then, with ``screen_cv=None``, the most folds up to 3 that the
+        budget pays for on all of them. No screening (no fit) when the
+        candidate set is no larger than the kept set. Public sizes only.
 
         Parameters
         ----------
@@ -231,9 +188,6 @@ class PrescreenedRandomSearch(RandomSearch):
             Number of public training rows.
         label : str, default="method='prescreen'"
             How a refusal names the method the user asked for.
-        max_rounds : int, default=MAX_ROUNDS
-            At most this many rounds, and at most ``screen_rounds`` (1: no
-            halving, e.g. with groups).
 
         Returns
         -------
@@ -242,59 +196,28 @@ class PrescreenedRandomSearch(RandomSearch):
         Raises
         ------
         InvalidParameterError
-            When no schedule fits ``screen_budget`` (nothing is read or spent).
+            When the budget cannot screen more candidates than are kept, or
+            cannot pay for ``screen_size`` (nothing is read or spent).
         """
         keep = min(self.kept_size(), n_candidates)
         cap = n_candidates if self.screen_size is None else min(n_candidates, self.screen_size)
         budget = self.budget()
         if cap <= keep:  # nothing to screen: the whole (capped) set is the selection's
-            return ScreeningPlan(rounds=(), kept=min(keep, cap), folds=self.screen_cv, n_rows=n_rows, budget=budget)
-        floor = max(self.screen_min_rows, self.screen_cv)
-        best: tuple[int, int] | None = None  # (screened, rounds)
-        cheapest = math.inf
-        for n_rounds in range(1, max(1, min(int(max_rounds), self.screen_rounds)) + 1):
-            rows = self._rows(n_rows, n_rounds)
-            if n_rounds > 1 and rows[0] < floor:
-                break
-
-            def fits(n0: int, n_rounds: int = n_rounds, rows: list[int] = rows) -> bool:
-                sizes = self._sizes(n0, n_rounds)
-                return sizes[-1] > keep and self._cost(sizes, rows, n_rows) <= budget * (1 + 1e-12)
-
-            # the last round must hold more than keep: ceil(n0 / factor**(rounds - 1)) > keep
-            lowest = keep * self.halving_factor ** (n_rounds - 1) + 1
-            if lowest > cap:
-                break
-            if self.screen_size is not None:  # the first round's size is given: the fewest rounds that afford it
-                cheapest = min(cheapest, self._cost(self._sizes(cap, n_rounds), rows, n_rows))
-                if fits(cap):
-                    best = (cap, n_rounds)
-                    break
-                continue
-            cheapest = min(cheapest, self._cost(self._sizes(lowest, n_rounds), rows, n_rows))
-            if not fits(lowest):
-                continue
-            lo, hi = lowest, cap  # the largest first round that fits (the work grows with it)
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
-            if best is None or lo > best[0]:
-                best = (lo, n_rounds)
-            if lo == cap:
-                break
-        if best is None:
+            return ScreeningPlan(screened=0, kept=min(keep, cap), folds=self.min_folds(), n_rows=n_rows,
+                                 budget=budget)
+        low = self.min_folds()
+        screened = cap if self.screen_size is not None else min(cap, budget // low)
+        if screened <= keep or screened * low > budget:
+            need = low * (screened if self.screen_size is not None else keep + 1)
             what = (f"screening screen_size={self.screen_size} candidates" if self.screen_size is not None
-                    else f"keeping the best {keep} of {keep + 1} candidates")
+                    else f"screening more than the {keep} candidates it keeps")
             raise InvalidParameterError(
-                f"{label}: {what} by {self.screen_cv}-fold cross-validation on the {n_rows} public "
-                f"training rows costs at least {cheapest:.4g} fits on all of them, over "
-                f"method_params['screen_budget']={budget:.4g}. Raise screen_budget to at least {cheapest:.4g}"
+                f"{label}: {what} by {low}-fold cross-validation on the public training rows takes at least {need} "
+                f"fits, over method_params['screen_budget']={budget}. Raise screen_budget to at least {need}"
                 + (", lower screen_size" if self.screen_size is not None else "")
-                + ", lower screen_cv, or use method='random'. Nothing was read or spent.")
-        n0, n_rounds = best
-        sizes, rows = self._sizes(n0, n_rounds), self._rows(n_rows, n_rounds)
-        return ScreeningPlan(rounds=tuple(zip(sizes, rows, strict=True)), kept=keep, folds=self.screen_cv,
-                             n_rows=n_rows, budget=budget)
+                + ", or use method='random'. Nothing was read or spent.")
+        folds = low if self.screen_cv is not None else max(low, min(SCREEN_FOLDS[1], budget // screened))
+        return ScreeningPlan(screened=screened, kept=keep, folds=folds, n_rows=n_rows, budget=budget)
 
     # -- what the selection faces ------------------------------------------------------------------
     def expected_shortfall(self, public_scores: Sequence[float]) -> float:

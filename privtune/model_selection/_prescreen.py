@@ -1,11 +1,10 @@
 """``method="prescreen"``: the candidates a private selection runs over, chosen on public training rows only.
 
-The screening is ordinary (non-private) successive halving by k-fold
-cross-validation on the training rows, which are public whenever this method
-runs (``sensitive="validation"`` with a separate training set); it never reads a
-validation row and costs no budget. Its schedule
-(:meth:`privtune.bo.prescreen.PrescreenedRandomSearch.screening_plan`) bounds
-its fitting work by ``method_params["screen_budget"]``.
+The screening is ordinary (non-private) k-fold cross-validation on the training
+rows, which are public whenever this method runs (``sensitive="validation"``
+with a separate training set); it never reads a validation row and costs no
+budget. Its schedule (:meth:`privtune.bo.prescreen.PrescreenedRandomSearch.screening_plan`)
+makes at most ``method_params["screen_budget"]`` fits.
 :class:`privtune.model_selection.PrivateSearchCV` calls
 :func:`screen_on_public_rows` before its private selection.
 """
@@ -38,59 +37,54 @@ def screen_on_public_rows(estimator: Any, method: Any, scorer: Any, candidates: 
                           verbose: int = 0) -> Any:
     """The candidate set the private selection runs over, from public training rows only.
 
-    Successive halving (``method.screening_plan``): a data-independent random
-    subset of the candidate set is scored by k-fold cross-validation on a
-    random subsample of the training rows (never the validation rows); the
-    best ``1 / halving_factor`` of each round go on to the next round's
-    larger subsample (the subsamples are nested; the last is every row), and
-    the ``kept`` best of the last round form the candidate set of the
-    selection. Ties keep candidate order. A candidate whose fit or scoring
-    fails on the training rows (in any fold of any round) goes no further and
-    is never kept, and ``on_failures`` is told (the failure is public). With
-    ``groups`` the screening is one round on every row (a subsample would cut
-    groups). Everything here is a function of public data and the stored
-    seeds, so a resumed study rebuilds the same set.
+    A data-independent random subset of the candidate set (``screened`` of
+    ``method.screening_plan``) is scored by k-fold cross-validation on the
+    training rows (never the validation rows), and the ``kept`` best form the
+    candidate set of the selection (ties keep candidate order). A candidate
+    whose fit or scoring fails on the training rows (in any fold) is never
+    kept, and ``on_failures`` is told (the failure is public). Everything here
+    is a function of public data and the stored seeds, so a resumed study
+    rebuilds the same set.
 
     Parameters
     ----------
     estimator : estimator
         The search's estimator (cloned for every fit).
     method : privtune.bo.prescreen.PrescreenedRandomSearch
-        Gives ``screening_plan(n_candidates, n_rows)`` and ``screen_cv``; its
-        ``screen_info`` is set to a public summary of the screening and its
-        ``kept_public_scores`` to the kept candidates' scores in the last
-        round (public: training rows only).
+        Gives ``screening_plan(n_candidates, n_rows)``; its ``screen_info`` is
+        set to a public summary of the screening and its
+        ``kept_public_scores`` to the kept candidates' cross-validated scores
+        (public: training rows only; ``None`` when nothing was screened).
     scorer : BoundedScorer
         Scores a fitted candidate on public rows (``score_public``).
     candidates : CandidateSet
     X_tr, y_tr : array-like
-        The public training rows (a DataFrame stays one: subsamples and folds
-        are taken by position, with its column names and dtypes).
+        The public training rows (a DataFrame stays one: folds are taken by
+        position, with its column names and dtypes).
     seeds : list of int
-        The search's stored seeds (``seeds[1]`` draws the subset, the
-        subsamples and the folds).
+        The search's stored seeds (``seeds[1]`` draws the subset and the folds).
     fit_params : FitParams or mapping
         Passed to every ``fit``; a :class:`~privtune.model_selection._inputs.FitParams`'
-        per-sample entries (``sample_weight``) are sliced with each fit's rows.
+        per-sample entries (``sample_weight``) are sliced with each fold's rows.
     n_jobs : int or None
-        joblib workers for the screening fits (one round at a time).
+        joblib workers for the screening fits.
     label : str, default="method='prescreen'"
         How messages name the method the user asked for (``method='auto'
         (resolved to 'prescreen')``).
     groups : array-like or None
         One group label per training row: the folds are scikit-learn's
         ``GroupKFold`` (shuffled from the seeds), so that no group is on both
-        sides of a fold; one round on every row.
+        sides of a fold.
     on_failures : callable or None
-        Called after each round in which some candidates' fit or scoring raised
-        on the public rows, before that round's ranking, with ``[(params,
-        "Type: message", exc), ...]`` and the number of candidates the round
-        scored; it may raise (every candidate failed, ``error_score="raise"``).
-        The messages and exceptions come from public rows only.
+        Called (before any ranking) with ``[(params, "Type: message", exc),
+        ...]`` for the screened candidates whose fit or scoring raised on the
+        public rows, and the number screened; it may raise (every candidate
+        failed, ``error_score="raise"``). The messages and exceptions come from
+        public rows only.
     verbose : int, default=0
         1 shows a progress bar of the screening's fits on stderr (plain lines
-        when stderr is not a terminal). The schedule and the outcome are logged
-        at INFO whatever ``verbose``.
+        when stderr is not a terminal). The plan and the outcome are logged at
+        INFO whatever ``verbose``.
 
     Returns
     -------
@@ -100,8 +94,9 @@ def screen_on_public_rows(estimator: Any, method: Any, scorer: Any, candidates: 
     Raises
     ------
     InvalidParameterError
-        With fewer public training rows (or groups) than folds, or a schedule
-        that ``screen_budget`` cannot pay for (nothing is read or spent).
+        With fewer public training rows (or groups) than folds, or a
+        ``screen_budget`` that cannot pay for the screening (nothing is read or
+        spent).
 
     Notes
     -----
@@ -111,109 +106,89 @@ def screen_on_public_rows(estimator: Any, method: Any, scorer: Any, candidates: 
     """
     from sklearn.model_selection import KFold
 
-    from privtune.bo.prescreen import MAX_ROUNDS
     from privtune.space._candidates import CandidateSet
 
     t0 = time.perf_counter()
     n_rows = count_rows(X_tr)
-    if n_rows < method.screen_cv:
-        raise InvalidParameterError(
-            f"{label} scores candidates by {method.screen_cv}-fold cross-validation on the public "
-            f"training rows, which needs at least {method.screen_cv} of them; got {n_rows}. Lower "
-            "method_params['screen_cv'], pass more training rows, or use method='random'. Nothing was spent.")
-    plan = method.screening_plan(len(candidates), n_rows, label=label,
-                                 max_rounds=1 if groups is not None else MAX_ROUNDS)
+    plan = method.screening_plan(len(candidates), n_rows, label=label)
     rng = np.random.default_rng([seeds[1], 7])
     order = rng.permutation(len(candidates))
     fold_seed = int(rng.integers(2**31))
-    row_order = rng.permutation(n_rows)  # round r's subsample: the first rows of this order (nested subsamples)
 
-    def folds_of(n_sub: int, r: int) -> list[tuple[np.ndarray, np.ndarray]]:
-        """The folds of round ``r`` on its subsample: positions in the training rows."""
-        sub = np.arange(n_rows) if n_sub >= n_rows else np.sort(row_order[:n_sub])
-        if groups is None:
-            split = KFold(n_splits=method.screen_cv, shuffle=True, random_state=(fold_seed + r) % 2**31)
-            return [(sub[tr], sub[va]) for tr, va in split.split(sub)]
-        from sklearn.model_selection import GroupKFold
+    def keep_only(idx: np.ndarray) -> Any:
+        return CandidateSet._from_codes(candidates.space, [c[idx] for c in candidates._codes])
 
-        try:
-            splitter = GroupKFold(n_splits=method.screen_cv, shuffle=True, random_state=fold_seed)
-        except TypeError:  # scikit-learn < 1.6: GroupKFold does not shuffle (deterministic: public all the same)
-            splitter = GroupKFold(n_splits=method.screen_cv)
-        try:
-            return list(splitter.split(np.zeros((n_rows, 1)), None, groups))
-        except ValueError as exc:  # fewer groups than folds: scikit-learn's own message (public groups)
-            raise InvalidParameterError(
-                f"{label} scores candidates by {method.screen_cv}-fold group cross-validation on the public "
-                f"training rows: {exc} Lower method_params['screen_cv'], or pass more groups. Nothing was "
-                "spent.") from None
-
-    if not plan.rounds:  # the candidate set is no larger than the kept set: nothing to screen
-        kept = np.sort(order[:plan.kept])
+    if plan.screened == 0:  # the candidate set is no larger than the kept set: nothing to screen
         method.screen_info = {**plan.to_dict(), "candidate_set_size": len(candidates), "failed": 0}
         method.kept_public_scores = None
         _logger.info("%s: %d candidates, no more than the %d kept: no screening fit", label, len(candidates),
                      plan.kept)
-        return CandidateSet._from_codes(candidates.space, [c[kept] for c in candidates._codes])
+        return keep_only(np.sort(order[:plan.kept]))
+    if n_rows < plan.folds:
+        raise InvalidParameterError(
+            f"{label} scores candidates by {plan.folds}-fold cross-validation on the public "
+            f"training rows, which needs at least {plan.folds} of them; got {n_rows}. Lower "
+            "method_params['screen_cv'], pass more training rows, or use method='random'. Nothing was spent.")
+    if groups is None:
+        folds = list(KFold(n_splits=plan.folds, shuffle=True, random_state=fold_seed).split(np.zeros((n_rows, 1))))
+    else:
+        from sklearn.model_selection import GroupKFold
 
-    _logger.info("%s: screening %d of %d candidates on the public training rows (nothing spent): %d round(s) of "
-                 "%d-fold cross-validation, %s rows, %d fits (the work of %.3g fits on all %d rows; "
-                 "screen_budget %.3g)", label, plan.screened, len(candidates), len(plan.rounds), plan.folds,
-                 "/".join(str(r) for _, r in plan.rounds), plan.fits, plan.work, n_rows, plan.budget)
+        try:
+            splitter = GroupKFold(n_splits=plan.folds, shuffle=True, random_state=fold_seed)
+        except TypeError:  # scikit-learn < 1.6: GroupKFold does not shuffle (deterministic: public all the same)
+            splitter = GroupKFold(n_splits=plan.folds)
+        try:
+            folds = list(splitter.split(np.zeros((n_rows, 1)), None, groups))
+        except ValueError as exc:  # fewer groups than folds: scikit-learn's own message (public groups)
+            raise InvalidParameterError(
+                f"{label} scores candidates by {plan.folds}-fold group cross-validation on the public "
+                f"training rows: {exc} Lower method_params['screen_cv'], or pass more groups. Nothing was "
+                "spent.") from None
+
+    _logger.info("%s: screening %d of %d candidates by %d-fold cross-validation on the %d public training rows "
+                 "(nothing spent): %d fits (screen_budget %d), keeping the best %d", label, plan.screened,
+                 len(candidates), plan.folds, n_rows, plan.fits, plan.budget, plan.kept)
     seeder = FitSeeder(seeds, active=True)  # public rows: each fit's randomness from the stored seeds (_seeding)
     progress = _Progress(plan.fits, enabled=verbose >= 1, label=f"{label}: screening on public rows")
-    done = [0]
 
-    def public_score(i: int, folds: list[tuple[np.ndarray, np.ndarray]], r: int) -> tuple[float, Any]:
+    def public_score(i: int) -> tuple[float, Any]:
         scores = []
         params = candidates[int(i)]
         for f, (tr, va) in enumerate(folds):
             est = clone(estimator).set_params(**params)
-            seeder.seed(est, SCREEN, params, f, r)  # the fitted model is discarded: nothing to put back
+            seeder.seed(est, SCREEN, params, f)  # the fitted model is discarded: nothing to put back
             try:
                 est.fit(rows(X_tr, tr), rows(y_tr, tr), **params_at(fit_params, tr))
                 v = float(scorer.score_public(est, rows(X_tr, va), rows(y_tr, va)))
-            except Exception as exc:  # noqa: BLE001 - public data: the candidate goes no further, its error told
+            except Exception as exc:  # noqa: BLE001 - public data: the candidate is left out, its error told
                 return scorer.bounds[0], exc
             scores.append(v if np.isfinite(v) else scorer.bounds[0])
         return float(np.mean(scores)), None
 
-    alive = np.sort(order[:plan.screened])  # candidate indices in this round, in candidate order
-    public = np.zeros(0)
-    n_failed = 0
-    for r, (_, n_sub) in enumerate(plan.rounds):
-        folds = folds_of(n_sub, r)
-        text = f"round {r + 1}/{len(plan.rounds)}"
-        if n_jobs in (None, 1):
-            results = []
-            for i in alive:
-                results.append(public_score(int(i), folds, r))
-                done[0] += len(folds)
-                progress.advance(done[0], f"{done[0]}/{plan.fits} fits, {text}")
-        else:
-            from joblib import Parallel, delayed
+    screened = np.sort(order[:plan.screened])
+    if n_jobs in (None, 1):
+        results = []
+        for j, i in enumerate(screened, start=1):
+            results.append(public_score(int(i)))
+            progress.advance(j * plan.folds, f"{j * plan.folds}/{plan.fits} fits")
+    else:
+        from joblib import Parallel, delayed
 
-            results = list(Parallel(n_jobs=n_jobs)(delayed(public_score)(int(i), folds, r) for i in alive))
-            done[0] += len(folds) * len(alive)
-            progress.advance(done[0], f"{done[0]}/{plan.fits} fits, {text}")
-        public = np.asarray([v for v, _ in results])
-        failed = np.asarray([exc is not None for _, exc in results], dtype=bool)
-        n_failed += int(failed.sum())
-        if failed.any() and on_failures is not None:
-            on_failures([(candidates[int(i)], f"{type(exc).__name__}: {exc}", exc)
-                         for i, (_, exc) in zip(alive, results, strict=True) if exc is not None], len(alive))
-        last = r == len(plan.rounds) - 1
-        n_next = plan.kept if last else plan.rounds[r + 1][0]
-        ok = np.flatnonzero(~failed)
-        best = ok[np.argsort(-public[ok], kind="stable")[:n_next]]  # positions in alive, best first
-        best = np.sort(best)  # back to candidate order
-        alive, public = alive[best], public[best]
+        results = list(Parallel(n_jobs=n_jobs)(delayed(public_score)(int(i)) for i in screened))
+        progress.advance(plan.fits, f"{plan.fits}/{plan.fits} fits")
     progress.close()
-    seconds = time.perf_counter() - t0
-    method.screen_info = {**plan.to_dict(), "candidate_set_size": len(candidates), "kept": int(len(alive)),
-                          "failed": int(n_failed)}
-    method.kept_public_scores = tuple(float(v) for v in public)
+    public = np.asarray([v for v, _ in results])
+    failed = np.asarray([exc is not None for _, exc in results], dtype=bool)
+    if failed.any() and on_failures is not None:
+        on_failures([(candidates[int(i)], f"{type(exc).__name__}: {exc}", exc)
+                     for i, (_, exc) in zip(screened, results, strict=True) if exc is not None], plan.screened)
+    ok = np.flatnonzero(~failed)
+    best = np.sort(ok[np.argsort(-public[ok], kind="stable")[:plan.kept]])  # positions in screened, in order
+    method.screen_info = {**plan.to_dict(), "candidate_set_size": len(candidates), "kept": int(len(best)),
+                          "failed": int(failed.sum())}
+    method.kept_public_scores = tuple(float(v) for v in public[best])
     _logger.info("%s: screening done in %.1f s: kept %d of %d screened candidates (%d fits on public training "
-                 "rows%s)", label, seconds, len(alive), plan.screened, plan.fits,
-                 f"; {n_failed} failed" if n_failed else "")
-    return CandidateSet._from_codes(candidates.space, [c[alive] for c in candidates._codes])
+                 "rows%s)", label, time.perf_counter() - t0, len(best), plan.screened, plan.fits,
+                 f"; {int(failed.sum())} failed" if failed.any() else "")
+    return keep_only(screened[best])

@@ -54,30 +54,31 @@ def _screen(n_cand, n_rows, n_iter=4, **kw):
     return method, cands, kept
 
 
-def test_the_screening_runs_exactly_its_plan_on_nested_subsamples():
-    method, cands, kept = _screen(128, 900, n_iter=4, screen_min_rows=50)
+def test_the_screening_runs_exactly_its_plan():
+    method, cands, kept = _screen(128, 900, n_iter=4)
     plan = method.screening_plan(len(cands), 900)
-    assert len(plan.rounds) > 1  # halving happens at these sizes
-    assert len(Counting.fits) == plan.fits
-    # each round's fits train on (folds - 1) / folds of its subsample, and the subsamples are nested
-    start, seen = 0, []
-    for n, r in plan.rounds:
-        fits = Counting.fits[start:start + plan.folds * n]
-        start += plan.folds * n
-        rows = set(np.concatenate(fits[: plan.folds]).astype(int))  # one candidate's folds cover its subsample
-        assert len(rows) == r
-        assert sum(len(f) for f in fits) == n * (plan.folds - 1) * r
-        seen.append(rows)
-    assert all(a <= b for a, b in zip(seen, seen[1:], strict=False))
-    assert method.screen_info["fits"] == plan.fits and method.screen_info["rounds"] == [list(x) for x in plan.rounds]
+    assert (plan.screened, plan.folds) == (30, 2)  # 15 * 4 = 60 fits: 30 candidates at 2 folds
+    assert len(Counting.fits) == plan.fits == 60
+    # every fit trains on the public training rows but one fold; a candidate's folds cover every row
+    assert all(len(f) == 450 for f in Counting.fits)
+    assert set(np.concatenate(Counting.fits[:2]).astype(int)) == set(range(900))
+    assert method.screen_info["fits"] == 60 and method.screen_info["screened"] == 30
+    assert method.screen_info["candidate_set_size"] == 128 and method.screen_info["budget_fits"] == 60
     # the kept candidates are the best on the training rows (C near 1: threshold near 0)
     assert len(kept) == 4 and max(abs(np.log10(p["C"])) for p in kept.params) < 0.5
     assert method.kept_public_scores is not None and len(method.kept_public_scores) == 4
 
 
+def test_the_folds_are_the_previous_screenings_with_its_settings():
+    """screen_size=64, screen_cv=3 and a budget of 192 give the screening of a50eace (the same subset, folds)."""
+    method, cands, kept = _screen(256, 600, n_iter=10, screen_size=64, screen_cv=3, screen_budget=192)
+    assert len(Counting.fits) == 192 and all(len(f) == 400 for f in Counting.fits)
+
+
 def test_no_fit_when_the_candidate_set_is_no_larger_than_the_kept_set():
     method, cands, kept = _screen(4, 300, n_iter=4)
     assert Counting.fits == [] and len(kept) == len(cands) and method.screen_info["fits"] == 0
+    assert method.screen_info["screened"] == 0
     assert method.kept_public_scores is None
 
 
@@ -87,7 +88,7 @@ def test_a_budget_that_cannot_pay_for_the_screening_is_refused_before_any_fit_or
     Counting.fits.clear()
     search = PrivateSearchCV(Counting(), SPACE, method="prescreen", n_iter=5, n_candidates=64, random_state=0,
                              method_params={"screen_budget": 3})
-    with pytest.raises(InvalidParameterError, match=r"at least 12 .*screen_budget'\]=3\. "):
+    with pytest.raises(InvalidParameterError, match=r"at least 12 fits, over method_params\['screen_budget'\]=3\. "):
         search.fit(X, y, X_val=Xv, y_val=yv)
     assert Counting.fits == []  # nothing was fitted, no validation row read, nothing charged
     assert not hasattr(search, "ledger_")
@@ -98,10 +99,10 @@ def test_the_screening_never_reads_a_validation_row():
     Xv, yv = _data(200, 1, offset=10_000)  # validation row ids from 10 000
     Counting.fits.clear()
     search = PrivateSearchCV(Counting(), SPACE, method="prescreen", n_iter=4, n_candidates=128, random_state=0,
-                             method_params={"screen_min_rows": 50}, refit=False)
+                             refit=False)
     search.fit(X, y, X_val=Xv, y_val=yv)
     screen = search.release_.diagnostics["prescreen"]
-    assert len(screen["rounds"]) > 1 and screen["fits"] > 0
+    assert screen["fits"] == 60 and len(Counting.fits) == 60 + 4
     assert all(f.max() < 10_000 for f in Counting.fits)
 
 
@@ -135,7 +136,7 @@ def test_the_progress_display_redraws_one_line_on_a_terminal():
 
 
 def test_the_screening_shows_progress_and_logs_its_schedule(capsys, caplog):
-    method = PrescreenedRandomSearch(epsilon=1.0, n_iter=4, score_sensitivity=0.01, screen_min_rows=50)
+    method = PrescreenedRandomSearch(epsilon=1.0, n_iter=4, score_sensitivity=0.01)
     cands = candidate_set(SearchSpace(SPACE), 64, random_state=np.random.default_rng(0))
     X, y = _data(600)
     with caplog.at_level(logging.INFO, logger="privtune"):
