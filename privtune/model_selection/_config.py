@@ -22,6 +22,7 @@ from privtune.accounting._composition import has_rdp_curve
 from privtune.exceptions import BudgetExceededError, InvalidParameterError, PrivtuneWarning
 from privtune.model_selection._inputs import (
     FitParams,
+    _array_like,
     _as_labels,
     _as_space,
     _as_table,
@@ -511,10 +512,11 @@ class _SearchConfigMixin:
                 f"public training rows); {self._method_label(cfg)} fits each candidate on all the training rows and "
                 "scores it on X_val, so no split would use them. Drop groups, or use method='prescreen'. Nothing "
                 "was read or spent.")
-        if n_rows(groups) != n:
+        if not _array_like(groups) or n_rows(groups) != n:
+            got = f"{n_rows(groups)} entries" if _array_like(groups) else f"a {type(groups).__name__}"
             raise InvalidParameterError(
-                f"{owner}: groups has {n_rows(groups)} entries but X has {n} rows; pass one group label per "
-                "training row. Nothing was read or spent.")
+                f"{owner}: groups has {got} but X has {n} rows; pass one group label per training row. Nothing was "
+                "read or spent.")
         return fit_params, groups
 
     def _n_classes(self, cfg: dict[str, Any], y_tr: Any = None) -> int:
