@@ -10,15 +10,16 @@ candidates on the sensitive validation rows and a Laplace release of the
 winner's score.
 
 The screening's cost is bounded by ``screen_budget``, a number of fits (each on
-the training rows but one fold): by default ``15 * keep``, three times the
-``5 * n_iter`` fits of scikit-learn's ``RandomizedSearchCV(n_iter, cv=5)``. For
-any estimator whose fit does not get slower on fewer rows, the screening then
-takes at most ``screen_budget`` times one fit on all the training rows. Within
-the budget the screening looks at as many candidates as it can with 2-fold
-cross-validation, and uses more folds (up to 3) only when the whole candidate set
-fits: measured on ``benchmarks/privacy_utility.py``'s part-A tasks, 64
-candidates at 2 folds kept as good a set as 64 at 3 folds, and better than 33 at
-3 (``benchmarks/prescreen_cost.py``, docs/methods.md). Successive halving on
+the training rows but one fold): by default ``12 * keep``, 2.4 times the
+``5 * n_iter`` fits of scikit-learn's ``RandomizedSearchCV(n_iter, cv=5)`` and
+never more than the screening before issue 38 (``3 * max(64, 4 * n_iter)``).
+For any estimator whose fit does not get slower on fewer rows, the screening
+then takes at most ``screen_budget`` times one fit on all the training rows.
+Within the budget the screening looks at as many candidates as it can with
+2-fold cross-validation, and uses 3 folds only when the budget pays for them on
+every screened candidate: on ``benchmarks/privacy_utility.py``'s part-A tasks,
+64 candidates at 2 folds kept as good a set as 64 at 3 folds, and a better one
+than 33 at 3 (docs/methods.md). Successive halving on
 subsamples of the rows (scikit-learn's ``HalvingRandomSearchCV``) was measured
 and not adopted: it spends *more* fits for the same breadth (the survivors are
 fitted again), which costs estimators whose fit time barely depends on the rows
@@ -55,9 +56,9 @@ from privtune.utils._validation import check_integer
 
 __all__ = ["PrescreenedRandomSearch", "ScreeningPlan", "SCREEN_BUDGET_PER_KEPT", "SCREEN_FOLDS"]
 
-#: The default ``screen_budget`` per kept candidate, in fits: 15, three times the 5 fits per candidate of
-#: ``RandomizedSearchCV(cv=5)``.
-SCREEN_BUDGET_PER_KEPT = 15
+#: The default ``screen_budget`` per kept candidate, in fits: 12, 2.4 times the 5 fits per candidate of
+#: ``RandomizedSearchCV(cv=5)``, and never more than the screening before issue 38 (3 max(64, 4 n_iter) fits).
+SCREEN_BUDGET_PER_KEPT = 12
 
 #: With ``screen_cv=None``, the folds of the screening: 2, or up to 3 when the whole screened set fits the budget.
 SCREEN_FOLDS = (2, 3)
@@ -109,8 +110,8 @@ class PrescreenedRandomSearch(RandomSearch):
         As :class:`~privtune.bo.RandomSearch` (exponential selection only).
     screen_budget : int or None, default=None
         The most fits the screening may make (each on the public training rows
-        but one fold). ``None``: ``15 * keep`` (:data:`SCREEN_BUDGET_PER_KEPT`),
-        three times the fits of ``RandomizedSearchCV(n_iter, cv=5)`` when
+        but one fold). ``None``: ``12 * keep`` (:data:`SCREEN_BUDGET_PER_KEPT`),
+        2.4 times the fits of ``RandomizedSearchCV(n_iter, cv=5)`` when
         ``keep = n_iter``. A budget that cannot screen more candidates than it
         keeps (below ``2 * (keep + 1)``, or ``screen_cv * (keep + 1)`` with
         fixed folds) is refused before any fit.
@@ -164,7 +165,7 @@ class PrescreenedRandomSearch(RandomSearch):
         return self.keep if self.keep is not None else self.n_iter
 
     def budget(self) -> int:
-        """``screen_budget``, or its default ``15 * keep`` fits."""
+        """``screen_budget``, or its default ``12 * keep`` fits."""
         return self.screen_budget if self.screen_budget is not None else SCREEN_BUDGET_PER_KEPT * self.kept_size()
 
     def min_folds(self) -> int:

@@ -56,17 +56,20 @@ def test_the_schedule_keeps_its_contract():
         _check_contract(*sizes)
 
 
-def test_the_default_fits_three_times_what_randomized_search_cv_fits():
-    """RandomizedSearchCV(n_iter, cv=5) makes 5 n_iter fits; the default screening at most 15 n_iter."""
-    for n_iter in (1, 5, 10, 20, 30, 100):
-        plan = _method(n_iter).screening_plan(10_000, 2000)
-        assert plan.budget == 3 * 5 * n_iter and plan.fits <= 3 * 5 * n_iter
+def test_the_default_fits_at_most_12_n_iter_and_never_more_than_before():
+    """RandomizedSearchCV(n_iter, cv=5) makes 5 n_iter fits; the default screening at most 12 n_iter (2.4 times),
+    and never more than before issue 38 (3 max(64, 4 n_iter) fits)."""
+    for n_iter in (1, 5, 10, 16, 20, 30, 100):
+        for n_cand in (64, 256, 10_000):
+            plan = _method(n_iter).screening_plan(n_cand, 2000)
+            assert plan.budget == 12 * n_iter and plan.fits <= 12 * n_iter
+            assert plan.fits <= 3 * max(64, 4 * n_iter)
     # part A of benchmarks/privacy_utility.py: 64 candidates, n_iter 10 and 30
-    assert (_method(10).screening_plan(64, 228).screened, _method(10).screening_plan(64, 228).folds) == (64, 2)
+    assert (_method(10).screening_plan(64, 228).screened, _method(10).screening_plan(64, 228).folds) == (60, 2)
     assert (_method(30).screening_plan(64, 228).screened, _method(30).screening_plan(64, 228).folds) == (64, 3)
-    # the default candidate set (256) at n_iter = 10: 75 candidates at 2 folds
-    plan = _method(10).screening_plan(256, 20_000)
-    assert (plan.screened, plan.folds, plan.fits) == (75, 2, 150)
+    # the default candidate set (256) at n_iter = 10 and 20 (PrivateSearchCV's default)
+    assert _method(10).screening_plan(256, 20_000).fits == 120  # 60 candidates at 2 folds (before: 64 at 3)
+    assert _method(20).screening_plan(256, 20_000).fits == 240  # 120 at 2 (before: 80 at 3)
 
 
 def test_the_previous_screening_is_one_setting_away():
