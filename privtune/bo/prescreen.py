@@ -177,8 +177,8 @@ class PrescreenedRandomSearch(RandomSearch):
 
         The most candidates (at most ``screen_size`` and the candidate set)
         that ``screen_budget`` pays for at the fewest folds (``screen_cv``, or
-        2), then, with ``screen_cv=None``, the most folds up to 3 that the
-        budget pays for on all of them. No screening (no fit) when the
+        2), then, with ``screen_cv=None``, the most folds up to 3 (and the
+        rows) that the budget pays for on all of them. No screening (no fit) when the
         candidate set is no larger than the kept set. Public sizes only.
 
         Parameters
@@ -217,7 +217,7 @@ class PrescreenedRandomSearch(RandomSearch):
                 f"fits, over method_params['screen_budget']={budget}. Raise screen_budget to at least {need}"
                 + (", lower screen_size" if self.screen_size is not None else "")
                 + ", or use method='random'. Nothing was read or spent.")
-        folds = low if self.screen_cv is not None else max(low, min(SCREEN_FOLDS[1], budget // screened))
+        folds = low if self.screen_cv is not None else max(low, min(SCREEN_FOLDS[1], budget // screened, n_rows))
         return ScreeningPlan(screened=screened, kept=keep, folds=folds, n_rows=n_rows, budget=budget)
 
     # -- what the selection faces ------------------------------------------------------------------

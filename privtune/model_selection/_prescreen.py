@@ -127,8 +127,9 @@ def screen_on_public_rows(estimator: Any, method: Any, scorer: Any, candidates: 
     if n_rows < plan.folds:
         raise InvalidParameterError(
             f"{label} scores candidates by {plan.folds}-fold cross-validation on the public "
-            f"training rows, which needs at least {plan.folds} of them; got {n_rows}. Lower "
-            "method_params['screen_cv'], pass more training rows, or use method='random'. Nothing was spent.")
+            f"training rows, which needs at least {plan.folds} of them; got {n_rows}. "
+            + ("Lower method_params['screen_cv'], pass" if plan.folds > 2 else "Pass")
+            + " more training rows, or use method='random'. Nothing was spent.")
     if groups is None:
         folds = list(KFold(n_splits=plan.folds, shuffle=True, random_state=fold_seed).split(np.zeros((n_rows, 1))))
     else:

@@ -78,6 +78,10 @@ def test_the_previous_screening_is_one_setting_away():
     assert (plan.screened, plan.folds, plan.fits) == (64, 3, 192)
 
 
+def test_the_folds_never_exceed_the_rows():
+    assert _method(1).screening_plan(64, 2).folds == 2 and _method(1).screening_plan(64, 3).folds == 3
+
+
 def test_no_screening_when_the_candidate_set_is_no_larger_than_the_kept_set():
     plan = _method(10).screening_plan(8, 300)
     assert plan.screened == 0 and plan.kept == 8 and plan.fits == 0
