@@ -519,7 +519,9 @@ def check_sensitive_structure(estimator: Any, X: Any, y: Any, *, owner: str = "P
       numbers only (each such entry would become 0).
 
     ``object`` columns and labels are not judged (their entries decide, and
-    entries of sensitive rows may not decide a refusal).
+    entries of sensitive rows may not decide a refusal), nor are Python lists
+    (pass ``X`` and ``y`` as the caller holds them: a list has no dtype of its
+    own).
 
     Raises
     ------

@@ -651,7 +651,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         # Everything that can refuse the configuration runs before a study row is created (and before any data).
         check_estimator_type(self.estimator, scorer)  # a regressor under accuracy: public, refused now
         if self.sensitive != "validation":  # no fit can be tried on sensitive rows: what their structure shows
-            check_sensitive_structure(self.estimator, X_tr, y_tr)
+            check_sensitive_structure(self.estimator, X, y)  # the containers as passed (a list: its entries decide)
         method = self._make_method(cfg, scorer, m, self.score_sensitivity_, budget)
         self._check_random_coverage(cfg, len(cfg["grid"] or ()))
         study = journal = None
