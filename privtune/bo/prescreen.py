@@ -10,9 +10,11 @@ candidates on the sensitive validation rows and a Laplace release of the
 winner's score.
 
 The screening's cost is bounded by ``screen_budget``, a number of fits (each on
-the training rows but one fold): by default ``12 * keep``, 2.4 times the
-``5 * n_iter`` fits of scikit-learn's ``RandomizedSearchCV(n_iter, cv=5)`` and
-never more than the screening before issue 38 (``3 * max(64, 4 * n_iter)``).
+the training rows but one fold): by default ``max(128, 12 * keep)``, 2.4 times
+the ``5 * n_iter`` fits of scikit-learn's ``RandomizedSearchCV(n_iter, cv=5)``
+from ``n_iter = 11`` (and 2 folds of 64 candidates at least, as many candidates
+as the screening before issue 38 looked at), never more than that screening
+(``3 * max(64, 4 * n_iter)`` fits).
 For any estimator whose fit does not get slower on fewer rows, the screening
 then takes at most ``screen_budget`` times one fit on all the training rows.
 Within the budget the screening looks at as many candidates as it can with
@@ -54,11 +56,15 @@ from privtune.bo.random_search import RandomSearch
 from privtune.exceptions import InvalidParameterError
 from privtune.utils._validation import check_integer
 
-__all__ = ["PrescreenedRandomSearch", "ScreeningPlan", "SCREEN_BUDGET_PER_KEPT", "SCREEN_FOLDS"]
+__all__ = ["PrescreenedRandomSearch", "ScreeningPlan", "SCREEN_BUDGET_PER_KEPT", "SCREEN_BUDGET_MIN", "SCREEN_FOLDS"]
 
 #: The default ``screen_budget`` per kept candidate, in fits: 12, 2.4 times the 5 fits per candidate of
-#: ``RandomizedSearchCV(cv=5)``, and never more than the screening before issue 38 (3 max(64, 4 n_iter) fits).
+#: ``RandomizedSearchCV(cv=5)``.
 SCREEN_BUDGET_PER_KEPT = 12
+
+#: The default ``screen_budget``'s floor: 2 folds of 64 candidates, the 64 the screening before issue 38 looked at
+#: (at 3 folds) for ``n_iter <= 16``. With it the default is never more than that screening's 3 max(64, 4 n_iter).
+SCREEN_BUDGET_MIN = 128
 
 #: With ``screen_cv=None``, the folds of the screening: 2, or up to 3 when the whole screened set fits the budget.
 SCREEN_FOLDS = (2, 3)
@@ -110,9 +116,10 @@ class PrescreenedRandomSearch(RandomSearch):
         As :class:`~privtune.bo.RandomSearch` (exponential selection only).
     screen_budget : int or None, default=None
         The most fits the screening may make (each on the public training rows
-        but one fold). ``None``: ``12 * keep`` (:data:`SCREEN_BUDGET_PER_KEPT`),
-        2.4 times the fits of ``RandomizedSearchCV(n_iter, cv=5)`` when
-        ``keep = n_iter``. A budget that cannot screen more candidates than it
+        but one fold). ``None``: ``max(128, 12 * keep)``
+        (:data:`SCREEN_BUDGET_MIN`, :data:`SCREEN_BUDGET_PER_KEPT`), 2.4 times
+        the fits of ``RandomizedSearchCV(n_iter, cv=5)`` when ``keep = n_iter
+        >= 11``. A budget that cannot screen more candidates than it
         keeps (below ``2 * (keep + 1)``, or ``screen_cv * (keep + 1)`` with
         fixed folds) is refused before any fit.
     screen_size : int or None, default=None
@@ -165,8 +172,10 @@ class PrescreenedRandomSearch(RandomSearch):
         return self.keep if self.keep is not None else self.n_iter
 
     def budget(self) -> int:
-        """``screen_budget``, or its default ``12 * keep`` fits."""
-        return self.screen_budget if self.screen_budget is not None else SCREEN_BUDGET_PER_KEPT * self.kept_size()
+        """``screen_budget``, or its default ``max(128, 12 * keep)`` fits."""
+        if self.screen_budget is not None:
+            return self.screen_budget
+        return max(SCREEN_BUDGET_MIN, SCREEN_BUDGET_PER_KEPT * self.kept_size())
 
     def min_folds(self) -> int:
         """The fewest folds a screening may use (``screen_cv``, or 2 when it is left to the budget)."""

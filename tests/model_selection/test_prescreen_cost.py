@@ -57,13 +57,13 @@ def _screen(n_cand, n_rows, n_iter=4, **kw):
 def test_the_screening_runs_exactly_its_plan():
     method, cands, kept = _screen(128, 900, n_iter=4)
     plan = method.screening_plan(len(cands), 900)
-    assert (plan.screened, plan.folds) == (24, 2)  # 12 * 4 = 48 fits: 24 candidates at 2 folds
-    assert len(Counting.fits) == plan.fits == 48
+    assert (plan.screened, plan.folds) == (64, 2)  # max(128, 12 * 4) = 128 fits: 64 candidates at 2 folds
+    assert len(Counting.fits) == plan.fits == 128
     # every fit trains on the public training rows but one fold; a candidate's folds cover every row
     assert all(len(f) == 450 for f in Counting.fits)
     assert set(np.concatenate(Counting.fits[:2]).astype(int)) == set(range(900))
-    assert method.screen_info["fits"] == 48 and method.screen_info["screened"] == 24
-    assert method.screen_info["candidate_set_size"] == 128 and method.screen_info["budget_fits"] == 48
+    assert method.screen_info["fits"] == 128 and method.screen_info["screened"] == 64
+    assert method.screen_info["candidate_set_size"] == 128 and method.screen_info["budget_fits"] == 128
     # the kept candidates are the best on the training rows (C near 1: threshold near 0)
     assert len(kept) == 4 and max(abs(np.log10(p["C"])) for p in kept.params) < 0.5
     assert method.kept_public_scores is not None and len(method.kept_public_scores) == 4
@@ -102,7 +102,7 @@ def test_the_screening_never_reads_a_validation_row():
                              refit=False)
     search.fit(X, y, X_val=Xv, y_val=yv)
     screen = search.release_.diagnostics["prescreen"]
-    assert screen["fits"] == 48 and len(Counting.fits) == 48 + 4
+    assert screen["fits"] == 128 and len(Counting.fits) == 128 + 4
     assert all(f.max() < 10_000 for f in Counting.fits)
 
 
