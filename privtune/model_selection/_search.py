@@ -176,9 +176,11 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         Alg. 1 (conditional guarantee). ``"prescreen"`` (privtune's extension;
         public training rows only) ranks candidates by cross-validation on the
         training rows, for free, and runs ``random``'s private selection among
-        the best (``method_params``: ``screen_size``, ``screen_cv``, ``keep``);
-        it costs ``screen_cv * max(64, 4 n_iter)`` extra fits on the public
-        training rows. ``"auto"`` (the default) is ``"prescreen"`` when the
+        the best (``method_params``: ``screen_budget``, ``screen_size``,
+        ``screen_cv``, ``keep``; see :class:`~privtune.bo.PrescreenedRandomSearch`);
+        its screening makes at most ``screen_budget`` fits on the public
+        training rows, by default ``max(128, 12 * n_iter)``. Its plan and time
+        are logged at INFO, and ``verbose=1`` shows its progress. ``"auto"`` (the default) is ``"prescreen"`` when the
         training rows are public and apart from the validation rows
         (``sensitive="validation"``, no ``cv``, no ``selection`` in
         ``method_params``) and ``"random"`` otherwise: both have an
@@ -353,7 +355,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         arrived would time each step of the raw-score trajectory. They cannot
         stop those methods; set ``n_iter`` instead.
     verbose : int, default=0
-        1 shows a progress bar on stderr; 2 also logs each iteration at INFO.
+        1 shows a progress bar on stderr (plain lines, at most 4 per bar, when
+        stderr is not a terminal; ``prescreen``'s screening has its own); 2
+        also logs each iteration at INFO.
 
     Attributes
     ----------
@@ -396,8 +400,11 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         The same facts as a plain dict: configuration, releases, events, budget per
         phase, guarantee label, seed policy.
     search_time_ : float or None
-        Seconds spent in the search: a **local diagnostic**, never in the report
-        or the study (scoring's row-isolation fallback makes it depend on a
+        Seconds of the whole search: ``prescreen``'s screening on the public
+        training rows (or the fit tried on public rows before the first
+        charge), the candidates' fits and their scoring; not the refit
+        (``refit_time_``). A **local diagnostic**, never in the report or the
+        study (scoring's row-isolation fallback makes it depend on a
         validation row). ``None`` for ``gp-ucb``, ``gp-ucb-exact``, ``lipschitz``
         and random stopping, whose amount of work depends on raw scores or on
         the secret number of runs.
@@ -709,12 +716,12 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             else:
                 accountant = self.accountant if self.accountant is not None else Accountant(budget)
             self._check_affordable(method, candidates, accountant, journal)  # before any fit
+            t_start = time.perf_counter()  # search_time_: the whole search, the screening or pre-flight included
             if cfg["method"] == "prescreen":  # public training rows only: free, and reproducible from the seeds
-                self._warn_low_utility(method, candidates, scorer)  # before the screening's first fit
                 try:
                     kept = screen_on_public_rows(
                         cfg["fit_estimator"], method, scorer, candidates, X_tr, y_tr, seeds, fit_params,
-                        n_jobs=self.n_jobs, label=self._method_label(cfg), groups=groups,
+                        n_jobs=self.n_jobs, label=self._method_label(cfg), groups=groups, verbose=cfg["verbose"],
                         on_failures=self._public_failures("to fit or score in prescreen's screening on the public "
                                                           "training rows", screening=True))
                 except _EveryScreeningFitFailed as failed:  # maybe only the folds' smaller parts fail: try all rows
@@ -723,10 +730,14 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                     if getattr(method, "kept_public_scores", ()) is None:  # no screening fit ran: try one now
                         kept = self._preflight(cfg, scorer, kept, X_tr, y_tr, fit_params, seeds)
                 candidates = kept
+                # judged on what the selection faces (the kept candidates' public screening scores): after the free
+                # screening, before any charge and any validation row
+                self._warn_low_utility(method, candidates, scorer)
             elif self.sensitive == "validation":  # public training rows: one fit tried before anything is spent
+                self._warn_low_utility(method, candidates, scorer)  # before that fit reads a row
                 candidates = self._preflight(cfg, scorer, candidates, X_tr, y_tr, fit_params, seeds)
             return self._fit_search(cfg, scorer, method, train_budget, accountant, journal, study, candidates,
-                                    source, X_tr, y_tr, X_v, y_v, m, fit_params, folds, seeds)
+                                    source, X_tr, y_tr, X_v, y_v, m, fit_params, folds, seeds, t_start=t_start)
         finally:
             if study is not None:
                 study.close()
@@ -925,11 +936,14 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
     @staticmethod
     def _warn_low_utility(method: Any, candidates: Any, scorer: Any) -> None:
         """Emit the plan's :class:`LowUtilityWarning` s (public noise scales and declared bounds only)."""
-        for text in utility_warnings(method.noise_scales(candidates), scorer.bounds):
+        texts = (method.low_utility_warnings(candidates, scorer.bounds) if hasattr(method, "low_utility_warnings")
+                 else utility_warnings(method.noise_scales(candidates), scorer.bounds))
+        for text in texts:
             warnings.warn(f"PrivateSearchCV: {text}", LowUtilityWarning, stacklevel=4)
 
     def _fit_search(self, cfg, scorer, method, budget, accountant, journal, study, candidates, source,  # noqa: PLR0913
-                    X_tr, y_tr, X_v, y_v, m, fit_params: FitParams, folds=None, seeds=()) -> PrivateSearchCV:
+                    X_tr, y_tr, X_v, y_v, m, fit_params: FitParams, folds=None, seeds=(),
+                    t_start: float | None = None) -> PrivateSearchCV:
         n_folds = len(folds) if folds else 1
         # Each fit's own random_state, derived from the stored seeds when left at None (see _seeding): always with
         # public training rows; with sensitive ones only in a seeded search (else each DP fit's noise is secure).
@@ -949,7 +963,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             sizes = {len(part) for part, _ in folds} if folds else set()
             check_candidate_plans(self.estimator, candidates, sizes | {n_rows(X_tr)}, n_columns(X_tr), like=X_tr,
                                   fit_params=fit_params)
-        if cfg["method"] != "prescreen":  # prescreen warned before its screening fits
+        if self.sensitive != "validation":  # (public training rows: warned in fit, before their first fit)
             self._warn_low_utility(method, candidates, scorer)  # before any data is read
         estimator = cfg["fit_estimator"]  # self.estimator, without its accountants when the training rows are public
         error_score = self.error_score
@@ -1107,7 +1121,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         for record in deferred or ():
             deliver(record)  # a stop request can no longer stop anything
         progress.close()
-        search_seconds = time.perf_counter() - t_search
+        search_seconds = time.perf_counter() - (t_start if t_start is not None else t_search)
 
         self.candidates_ = candidates
         self.scorer_ = scorer

@@ -53,13 +53,15 @@ class _Recorder(ClassifierMixin, BaseEstimator):
 
 
 def test_fit_warns_before_reading_any_data():
+    """``random`` warns before its first fit (``prescreen`` warns after its free public screening, before any
+    validation row: tests/model_selection/test_prescreen_cost.py)."""
     X = np.random.default_rng(0).normal(size=(300, 3))
     y = (X[:, 0] > 0).astype(int)
     _Recorder.seen.clear()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", LowUtilityWarning)
         _Recorder.log = caught
-        PrivateSearchCV(_Recorder(), SPACE, epsilon=0.05, n_iter=5, validation_size=0.5,
+        PrivateSearchCV(_Recorder(), SPACE, method="random", epsilon=0.05, n_iter=5, validation_size=0.5,
                         random_state=0).fit(X, y)
     low = [w for w in caught if issubclass(w.category, LowUtilityWarning)]
     assert low and "random pick" in str(low[0].message)
