@@ -541,7 +541,12 @@ def test_prescreen_with_fewer_training_rows_than_folds_says_so_and_spends_nothin
     from privtune.accounting import Accountant, Budget
     X_tr, y_tr, X_val, y_val = data
     acc = Accountant(Budget(1.0, 1e-6))
-    with pytest.raises(InvalidParameterError, match="needs at least 3"):
+    # with screen_cv=None the screening uses at most as many folds as there are rows (2 at least)
+    with pytest.raises(InvalidParameterError, match="needs at least 2 of them; got 1"):
+        PrivateSearchCV(SVC(random_state=0), {"C": Real(0.1, 10, log=True)}, method="prescreen", n_iter=2,
+                        n_candidates=4, accountant=acc).fit(X_tr[:1], y_tr[:1], X_val=X_val, y_val=y_val)
+    # 2 rows make 2 folds of one row each, where SVC cannot fit: scikit-learn's message, nothing spent
+    with pytest.raises(InvalidParameterError, match="All the 4 candidates failed"):
         PrivateSearchCV(SVC(random_state=0), {"C": Real(0.1, 10, log=True)}, method="prescreen", n_iter=2,
                         n_candidates=4, accountant=acc).fit(X_tr[:2], y_tr[:2], X_val=X_val, y_val=y_val)
     assert len(acc.entries) == 0
