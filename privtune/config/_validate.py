@@ -330,13 +330,15 @@ def _search_section(raw: Mapping[str, Any], problems: list[tuple[str, str]]) -> 
         t.error("score_bounds", "scoring = \"neg_log_loss\" needs score_bounds = [-C, 0] (per-row losses are "
                                 "clipped to [0, C])")
         bounds = _MISSING
-    if scoring in ("r2", "roc_auc") and sens is None:
-        t.error("score_sensitivity", f"required with scoring = \"{scoring}\" (it is not a mean of bounded per-row "
-                                     "terms; declare a sensitivity you can justify for your data, see docs/cli.md)")
-        sens = _MISSING
+    if scoring == "roc_auc" and mcs is None:
+        t.error("min_class_size", "required with scoring = \"roc_auc\" (a public number M of validation records "
+                                  "per class: each class counts at least M records, so that the sensitivity, "
+                                  "3 / (2 M), holds whatever the private class counts)")
+        mcs = _MISSING
     if scoring == "r2" and bounds is None:
         t.error("score_bounds", "scoring = \"r2\" needs score_bounds = [lower, upper] (r2 is unbounded below; "
-                                "scores are clipped to the declared bounds), e.g. [-1.0, 1.0]")
+                                "scores are clipped to the declared bounds, and their width is its sensitivity), "
+                                "e.g. [-1.0, 1.0]")
         bounds = _MISSING
     if not _ok(method, epsilon, delta, n_iter, n_candidates, scoring, bounds, sens, mcs, seed, mparams, grid,
                n_jobs, error_score) or epsilon is None:

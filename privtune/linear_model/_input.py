@@ -18,7 +18,33 @@ from sklearn.utils.validation import validate_data
 from privtune.exceptions import InvalidParameterError
 from privtune.utils._validation import entrywise_float, keep_entry_types
 
-__all__ = ["_public_shape", "_numeric_table", "_numeric_rows"]
+__all__ = ["_public_shape", "_public_defects", "_numeric_table", "_numeric_rows"]
+
+
+def _public_defects(X: Any, owner: str) -> None:
+    """Refuse what the container's structure shows can never be read, before any charge (no value is read).
+
+    A complex dtype (of a numpy array, or of a DataFrame's column: the dtypes
+    of a container as passed are public, see docs/privacy_model.md), and
+    column names that mix strings and other types, which scikit-learn's
+    ``validate_data`` refuses in every fit (its message names the types only).
+    """
+    if getattr(getattr(X, "dtype", None), "kind", None) == "c":
+        raise InvalidParameterError(f"Complex data not supported ({owner}: X has a complex dtype).")
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is not None and hasattr(X, "columns"):
+        try:
+            kinds = [getattr(d, "kind", None) for d in dtypes]
+        except TypeError:  # pragma: no cover - a table whose dtypes do not iterate
+            kinds = []
+        if "c" in kinds:
+            raise InvalidParameterError(f"Complex data not supported ({owner}: a column of X has a complex dtype).")
+        from sklearn.utils.validation import _get_feature_names
+
+        try:
+            _get_feature_names(X)
+        except TypeError as exc:  # column names of mixed types: the message names their types, never a value
+            raise InvalidParameterError(f"{owner}: {exc}") from None
 
 
 def _public_shape(X: Any, y: Any, owner: str) -> tuple[int, int]:
@@ -34,6 +60,7 @@ def _public_shape(X: Any, y: Any, owner: str) -> tuple[int, int]:
     if len(shape) != 2:
         raise InvalidParameterError(
             f"{owner}.fit: X must be 2-D (n_samples, n_features); got an array with {len(shape)} dimension(s).")
+    _public_defects(X, f"{owner}.fit")
     try:
         y_shape = getattr(y, "shape", None) or np.asarray(y, dtype=object).shape
     except Exception:  # noqa: BLE001

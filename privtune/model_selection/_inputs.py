@@ -98,6 +98,12 @@ def _as_table(X: Any, name: str) -> Any:
             raise InvalidParameterError(
                 f"Complex data not supported: {name}'s column(s) {', '.join(map(repr, complex_cols))} have a complex "
                 "dtype.")
+        from sklearn.utils.validation import _get_feature_names
+
+        try:  # column names of mixed types: every scikit-learn fit refuses them (public structure)
+            _get_feature_names(X)
+        except TypeError as exc:  # its message names the names' types, never a value
+            raise InvalidParameterError(f"PrivateSearchCV.fit: {name}: {exc} Nothing was read or spent.") from None
         _check_not_empty(shape, name)
         return X
     if getattr(getattr(X, "dtype", None), "kind", None) == "c":

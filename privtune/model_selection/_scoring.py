@@ -29,20 +29,18 @@ denominator stays M and TP_c moves by at most 1), a replacement touches at most
 two classes, and the K recalls are averaged. A callable scorer's bounds and
 sensitivity are the user's declaration: ``(upper - lower) / m`` is valid when the
 score is a mean of per-row terms within the bounds; otherwise pass
-``score_sensitivity``. Scores that are not means of bounded per-row terms
-(``r2``, ``roc_auc``) need a declared ``score_sensitivity`` (and ``r2``
-declared ``score_bounds``): they are then computed like a callable with a
-declared sensitivity (below), by privtune's own total versions of the two
-statistics (:func:`_r2_declared`, :func:`_roc_auc_declared`), and the
-declaration is the user's, as for a callable. No sensitivity is proven for
-them: ``r2`` divides by the variance of the validation targets, so one row can
-move it over the whole declared range (declare ``upper - lower`` unless the
-data's public bounds prove less); for ``roc_auc``, replacing one row (its label
-and its score) moves the statistic by at most ``1 / n_pos + 1 / (n_neg + 1)``
-(or the same with the classes swapped), so ``2 / M`` holds when every
-validation set the guarantee covers has at least ``M`` rows of each class --
-an assumption about the data that privtune does not enforce (unlike
-``balanced_accuracy``'s ``min_class_size``, whose denominators do).
+``score_sensitivity``. Two built-in scores are not means of bounded per-row
+terms, and have their own proven rules, computed like a callable with a
+declared sensitivity (below) by privtune's own total versions of the
+statistics: ``r2`` (:func:`_r2_declared`) divides by the variance of the
+validation targets, so one row can move it over its whole range; it needs
+declared ``score_bounds`` and its sensitivity is their width (a declared
+``score_sensitivity`` may only be larger). ``roc_auc``
+(:func:`_roc_auc_shrunk`) needs a declared ``min_class_size`` M and counts at
+least M rows per class (the usual ROC AUC when each class has M validation
+rows or more, shrunk towards 1/2 below, as balanced accuracy's denominators
+are), which bounds its sensitivity by 3 / (2 M) whatever the private class
+counts (the proof is in the function's docstring).
 
 Failure paths (row isolation). A sensitivity bounds how much *one row's term*
 can move, so one row must never be able to move the whole score, nor change how
@@ -115,13 +113,8 @@ __all__ = ["BoundedScorer", "make_bounded_scorer", "BUILTIN_SCORERS"]
 
 BUILTIN_SCORERS = ("accuracy", "balanced_accuracy", "neg_zero_one_loss", "zero_one_loss", "neg_log_loss", "r2",
                    "roc_auc")
-#: Built-in scores that are not means of bounded per-row terms: they need a declared sensitivity.
-_DECLARED_ONLY = {
-    "r2": "r2 divides by the variance of the validation targets, so one record can move it over the whole score "
-          "range",
-    "roc_auc": "roc_auc is a ranking statistic whose sensitivity depends on the private class sizes (about 2 / M "
-               "when every validation set has at least M rows of each class)",
-}
+#: Built-in scores that are not means of bounded per-row terms (their own rules below).
+_NOT_MEANS = ("r2", "roc_auc")
 
 
 @dataclass(frozen=True)
@@ -136,9 +129,11 @@ class BoundedScorer:
     score_func : callable or None
         A user callable ``score_func(estimator, X, y) -> float`` (raw, before
         clipping); None for the built-in scorers, which use ``row_term``.
-    rule : {"mean", "fixed", "balanced"}
+    rule : {"mean", "fixed", "balanced", "width", "auc"}
         ``"mean"``: ``width / m`` (a mean of per-row terms in a range of that width);
-        ``"fixed"``: the declared ``value``; ``"balanced"``: ``2 / (K * min_class_size)``.
+        ``"fixed"``: the declared ``value``; ``"balanced"``: ``2 / (K * min_class_size)``;
+        ``"width"``: ``width`` (``r2``: one row can move it over its whole range);
+        ``"auc"``: ``min(width, 3 / (2 min_class_size))`` (``roc_auc``, see :func:`_roc_auc_shrunk`).
     width, value, min_class_size : float, float or None, int or None
         Parameters of the rule.
     row_term : callable or None
@@ -296,6 +291,10 @@ class BoundedScorer:
             return float(self.value)  # type: ignore[arg-type]
         if self.rule == "balanced":
             return 2.0 / (n_classes * self.min_class_size)  # type: ignore[operator]
+        if self.rule == "width":
+            return float(self.width)
+        if self.rule == "auc":
+            return min(float(self.width), 1.5 / self.min_class_size)  # type: ignore[operator]
         return self.width / n_validation
 
 
@@ -418,8 +417,6 @@ def make_bounded_scorer(
                 "reads a score's range off the data.")
         return BoundedScorer(getattr(scoring, "__name__", "custom"), bounds, scoring, width=bounds[1] - bounds[0],
                              **fixed)
-    if isinstance(scoring, str) and scoring in _DECLARED_ONLY:
-        return _declared_only_scorer(scoring, bounds, fixed)
     if fixed and isinstance(scoring, str) and scoring in BUILTIN_SCORERS:  # a built-in with a proven rule: a floor
         proven = make_bounded_scorer(scoring, score_bounds=score_bounds, min_class_size=min_class_size)
         return dataclasses.replace(proven, rule="fixed", value=fixed["value"], proven=proven)
@@ -436,6 +433,8 @@ def make_bounded_scorer(
         mcs = check_integer(min_class_size, "min_class_size", low=1, owner=owner)
         return BoundedScorer("balanced_accuracy", (0.0, 1.0), None, row_term=_correct, row_worst=0.0,
                              aggregate="balanced", **({"rule": "balanced", "min_class_size": mcs} | fixed))
+    if scoring in _NOT_MEANS:
+        return _not_a_mean_scorer(scoring, bounds, min_class_size)
     if scoring == "neg_log_loss":
         if bounds is None or bounds[1] != 0.0:
             raise InvalidParameterError(
@@ -449,22 +448,39 @@ def make_bounded_scorer(
         f"(estimator, X, y) -> float with declared 'score_bounds'. Got {scoring!r} instead.")
 
 
-def _declared_only_scorer(scoring: str, bounds: tuple[float, float] | None, fixed: dict[str, Any]) -> BoundedScorer:
-    """``"r2"`` / ``"roc_auc"``: a declared sensitivity (and, for r2, declared bounds) is required."""
-    example = "score_sensitivity=..., score_bounds=(-1.0, 1.0)" if scoring == "r2" else "score_sensitivity=2 / M"
-    if not fixed:
-        raise InvalidParameterError(
-            f"scoring={scoring!r} needs a declared 'score_sensitivity' (it is not a mean of bounded per-row terms: "
-            f"{_DECLARED_ONLY[scoring]}); declare one you can justify for your data, e.g. PrivateSearchCV(..., "
-            f"scoring={scoring!r}, {example}). See privtune.model_selection._scoring.")
+def _not_a_mean_scorer(scoring: str, bounds: tuple[float, float] | None, min_class_size: Any) -> BoundedScorer:
+    """``"r2"`` / ``"roc_auc"``: scores that are not means of bounded per-row terms, with their own proven rules.
+
+    ``r2`` divides by the variance of the validation targets, so one row can
+    move it over its whole (declared, clipped) range: its sensitivity is the
+    width of ``score_bounds``, which it needs declared. ``roc_auc`` is a
+    ranking statistic whose sensitivity depends on the class counts, which are
+    private: with a declared ``min_class_size`` M it is computed as
+    :func:`_roc_auc_shrunk` (the usual ROC AUC when both classes have at least
+    M validation rows, shrunk towards 0.5 below), whose sensitivity is at most
+    3 / (2 M) whatever the counts.
+    """
+    owner = "PrivateSearchCV"
     if scoring == "r2":
         if bounds is None:
             raise InvalidParameterError(
-                "scoring='r2' needs declared 'score_bounds' (lower, upper) as well as its score_sensitivity: r2 is "
-                "unbounded below, and privtune clips every score to declared bounds, e.g. score_bounds=(-1.0, 1.0).")
-        return BoundedScorer("r2", bounds, _r2_declared, width=bounds[1] - bounds[0], **fixed)
+                "scoring='r2' needs declared 'score_bounds' (lower, upper): r2 is unbounded below, and privtune "
+                "clips every score to declared bounds, e.g. score_bounds=(-1.0, 1.0). Its sensitivity is their "
+                "width (r2 divides by the variance of the validation targets, so one row can move it over the whole "
+                "range): the selection is close to a random pick unless epsilon is large. For a useful private "
+                "selection, score with a mean of bounded per-row terms (a callable with score_bounds, e.g. a "
+                "clipped negative squared error; see docs/methods.md).")
+        return BoundedScorer("r2", bounds, _r2_declared, rule="width", width=bounds[1] - bounds[0])
+    if min_class_size is None:
+        raise InvalidParameterError(
+            "scoring='roc_auc' needs a declared 'min_class_size' M (a public number of validation rows of each "
+            "class that you expect, e.g. min_class_size=20): privtune computes ROC AUC with at least M rows "
+            "counted per class (the usual ROC AUC when each class has M rows or more, shrunk towards 0.5 below), "
+            "whose sensitivity is 3 / (2 M) whatever the private class counts.")
+    mcs = check_integer(min_class_size, "min_class_size", low=1, owner=owner)
     bounds = (0.0, 1.0) if bounds is None else bounds
-    return BoundedScorer("roc_auc", bounds, _roc_auc_declared, width=bounds[1] - bounds[0], **fixed)
+    return BoundedScorer("roc_auc", bounds, partial(_roc_auc_shrunk, min_class_size=mcs), rule="auc",
+                         width=bounds[1] - bounds[0], min_class_size=mcs)
 
 
 def _finite_floats(values: Any) -> np.ndarray:
@@ -497,17 +513,35 @@ def _r2_declared(estimator: Any, X: Any, y: Any) -> float:
     return float(np.mean(r2))
 
 
-def _roc_auc_declared(estimator: Any, X: Any, y: Any) -> float:
-    """Binary ROC AUC of ``decision_function`` (else ``predict_proba``'s second column), total on every input.
+def _roc_auc_shrunk(estimator: Any, X: Any, y: Any, *, min_class_size: int) -> float:
+    r"""Binary ROC AUC with at least ``min_class_size`` rows counted per class; sensitivity 3 / (2 M).
+
+    With P positive and N negative validation rows and G the sum over the P N
+    (positive, negative) pairs of +1/2 (the positive scored higher), 0 (a tie)
+    or -1/2, the ROC AUC is 1/2 + G / (P N). This computes
+
+        1/2 + G / (max(P, M) max(N, M)),
+
+    which is the ROC AUC when both classes have at least M rows, and shrinks it
+    towards 1/2 below (1/2 when a class is absent: no jump). Replacing one row
+    (its score, its label or both) moves it by at most 3 / (2 M): if the label
+    stays, G moves by at most the row's pairs, N (or P), so the value by at
+    most 1 / max(P, M) <= 1 / M; if a positive becomes a negative, with
+    D = max(P, M) max(N, M) before and D' = max(P - 1, M) max(N + 1, M) after,
+    |G| <= D / 2 and |D' - D| <= max(max(P, M), max(N, M)), so the value moves by
+    at most (|D' - D| + N + P - 1) / (2 D') <= 3 / (2 M) (both cases of the
+    maximum reduce to 1 / p' + 1 / (2 n') or 1 / n' + 1 / (2 p') with
+    p', n' >= M). 2G is an integer computed exactly (from average ranks), so the
+    only rounding is the final division's.
 
     The positive class is ``classes_[1]``, as in scikit-learn's ``"roc_auc"``
     scorer; a label equal to neither class counts as negative (the search maps
-    such labels into ``classes_`` first). A validation set holding one class
-    only scores 0.5 (chance), where scikit-learn's is undefined. An estimator
-    without exactly two ``classes_`` raises (its score is then the lower bound:
-    public, from the fitted model's classes).
+    such labels into ``classes_`` first). Scores are ``decision_function``'s
+    (else ``predict_proba``'s second column), a non-finite one read as 0.0.
+    An estimator without exactly two ``classes_`` raises (its score is then
+    the lower bound: public, from the fitted model's classes).
     """
-    from sklearn.metrics import roc_auc_score
+    from scipy.stats import rankdata
 
     classes = getattr(estimator, "classes_", None)
     if classes is None or len(classes) != 2:
@@ -520,6 +554,12 @@ def _roc_auc_declared(estimator: Any, X: Any, y: Any) -> float:
     positive = inside & (index == 1)
     if scores.shape != positive.shape:
         raise ValueError("decision_function / predict_proba shape mismatch")
-    if positive.all() or not positive.any():
+    n_pos = int(np.sum(positive))
+    n_neg = int(positive.shape[0]) - n_pos
+    if n_pos == 0 or n_neg == 0:
         return 0.5
-    return float(roc_auc_score(positive, np.where(np.isfinite(scores), scores, 0.0)))
+    ranks2 = np.rint(2.0 * rankdata(np.where(np.isfinite(scores), scores, 0.0))).astype(np.int64)  # 2 x average rank
+    twice_u = int(np.sum(ranks2[positive])) - n_pos * (n_pos + 1)  # 2 U (Mann-Whitney: ties count 1/2)
+    twice_g = twice_u - n_pos * n_neg
+    m = int(min_class_size)
+    return 0.5 + twice_g / (2.0 * max(n_pos, m) * max(n_neg, m))

@@ -62,6 +62,8 @@ from privtune.model_selection._training import (
     charge_training_plan,
     check_candidate_plans,
     fit_training,
+    is_pipeline,
+    public_probe,
     refuse_spent_training_study,
     set_fit_accountant,
     without_accountants,
@@ -226,18 +228,22 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         ``n_candidates=0`` to search the grid alone.
     scoring : str or callable, default="accuracy"
         ``"accuracy"``, ``"balanced_accuracy"``, ``"neg_zero_one_loss"``,
-        ``"neg_log_loss"``, or ``callable(estimator, X, y) -> float`` with declared
-        ``score_bounds``. See :mod:`privtune.model_selection._scoring` for each
-        sensitivity.
+        ``"neg_log_loss"``, ``"r2"`` (sensitivity: the width of its declared
+        ``score_bounds``), ``"roc_auc"`` (binary; with ``min_class_size``), or
+        ``callable(estimator, X, y) -> float`` with declared ``score_bounds``.
+        See :mod:`privtune.model_selection._scoring` for each sensitivity.
     score_bounds : (float, float) or None, default=None
-        Declared score range (needed for callables and ``neg_log_loss``).
+        Declared score range (needed for callables, ``neg_log_loss`` and ``r2``).
     score_sensitivity : float or None, default=None
         Declared sensitivity of one score, overriding the scorer's rule (for a
         built-in scorer, at least its proven sensitivity: a smaller value is
         refused).
         (The value used is in ``score_sensitivity_`` after fit.)
     min_class_size : int or None, default=None
-        Declared lower bound on validation records per class (``balanced_accuracy``).
+        Declared number M of validation records per class (``balanced_accuracy``,
+        ``roc_auc``): each class counts at least M records in the score, so
+        that the sensitivity holds whatever the private class counts (the
+        usual score when every class has M records or more).
     sensitive : {"validation", "training", "both"}, default="validation"
         Which data roles are sensitive. Training privacy needs a privtune DP
         estimator; others are refused.
@@ -659,6 +665,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         check_estimator_type(self.estimator, scorer)  # a regressor under accuracy: public, refused now
         if self.sensitive != "validation":  # no fit can be tried on sensitive rows: what their structure shows
             check_sensitive_structure(self.estimator, X, y)  # the containers as passed (a list: its entries decide)
+            # A pipeline's steps are run on one public probe row before the charge and in every fit: built once from
+            # the container as passed, never from a part of a split (each part's types are read off its own rows)
+            cfg["training_probe"] = public_probe(X) if is_pipeline(self.estimator) else None
         method = self._make_method(cfg, scorer, m, self.score_sensitivity_, budget)
         self._check_random_coverage(cfg, len(cfg["grid"] or ()))
         study = journal = None
@@ -961,7 +970,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         train_acc, train_plan, tickets = self._training_role(cfg, method, candidates, budget, n_folds, ledger=durable)
         if train_acc is not None:  # every candidate's solver plan, from public sizes, before anything is charged
             sizes = {len(part) for part, _ in folds} if folds else set()
-            check_candidate_plans(self.estimator, candidates, sizes | {n_rows(X_tr)}, n_columns(X_tr), like=X_tr,
+            check_candidate_plans(self.estimator, candidates, sizes | {n_rows(X_tr)}, n_columns(X_tr),
+                                  like=X_tr if cfg.get("training_probe") is None else cfg["training_probe"],
                                   fit_params=fit_params)
         if self.sensitive != "validation":  # (public training rows: warned in fit, before their first fit)
             self._warn_low_utility(method, candidates, scorer)  # before any data is read
@@ -975,6 +985,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         # of all K runs (its length would be K).
         runs = _RunKeeper() if reuse and cfg["stopping"] else None
 
+        probe = cfg.get("training_probe")  # a pipeline's public probe row with sensitive training rows (see fit)
+
         def fit_and_score(params: Mapping[str, Any], Xa: Any, ya: Any, Xb: Any, yb: Any, fold: int = 0,
                           run: int = 0, fold_params: Mapping[str, Any] | None = None) -> float:
             est = clone(estimator).set_params(**params)
@@ -982,7 +994,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             if tickets is not None:  # a throw-away accountant: this fit was paid for up front
                 set_fit_accountant(est, tickets.accountant())
             try:
-                fit_training(est, Xa, ya, tickets is not None,
+                fit_training(est, Xa, ya, tickets is not None, _probe=probe,
                              **(fit_params.at() if fold_params is None else fold_params))
             except (BudgetExceededError, LedgerError):
                 raise  # a fit charging more than it declared: a contract violation, never turned into a score
@@ -1159,7 +1171,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                 with warnings.catch_warnings() if train_acc is not None else contextlib.nullcontext():
                     if train_acc is not None:  # a DP refit reads sensitive training rows: its warnings too
                         warnings.simplefilter("ignore")
-                    fit_training(best, X_tr, y_tr, tickets is not None, **fit_params.at())
+                    fit_training(best, X_tr, y_tr, tickets is not None, _probe=probe, **fit_params.at())
             except (BudgetExceededError, LedgerError):
                 raise
             except KeyboardInterrupt:

@@ -68,6 +68,7 @@ from privtune.accounting import (
 from privtune.accounting.ledger import Ledger
 from privtune.base import PrivacyTags, get_privacy_tags
 from privtune.exceptions import BudgetExceededError, InvalidParameterError, LedgerError, PrivtuneError
+from privtune.model_selection._inputs import frame_kind
 from privtune.utils._validation import check_real
 
 __all__ = ["PrepaidFitAccountant", "FitTickets", "charge_training_plan", "check_candidate_costs",
@@ -340,9 +341,10 @@ def set_fit_accountant(estimator: Any, accountant: Any) -> Any:
 def public_probe(X: Any) -> Any:
     """One row of the training table's container and columns, made from its structure only (no value read).
 
-    numpy: a row of zeros of its shape (float64 for a non-numeric dtype); pandas: a
-    row of the same columns, 0 in the numeric ones (their dtype kept) and missing
-    elsewhere; anything else: a numpy row of zeros of its width.
+    numpy: a row of zeros of its shape (float64 for a non-numeric dtype); pandas
+    and polars: a row of the same columns, 0 in the numeric ones (their dtype
+    kept) and missing elsewhere; anything else: a numpy row of zeros of its
+    width. A probe row gives itself back.
     """
     if hasattr(X, "iloc") and hasattr(X, "columns"):  # pandas
         probe = X.iloc[:0].reindex(range(1))
@@ -350,6 +352,11 @@ def public_probe(X: Any) -> Any:
             if isinstance(dtype, np.dtype) and dtype.kind in "biuf":
                 probe.isetitem(j, np.zeros(1, dtype=dtype))
         return probe
+    if frame_kind(X) == "polars":
+        import polars as pl
+
+        return pl.DataFrame([pl.Series(name, [0] if dtype.is_numeric() else [None], dtype=dtype)
+                             for name, dtype in X.schema.items()])
     shape = getattr(X, "shape", None) or np.asarray(X, dtype=object).shape
     dtype = getattr(X, "dtype", None)
     kind = getattr(dtype, "kind", "O")
@@ -482,7 +489,8 @@ def isolated_transform(step: Any, X: Any, width: int, like: Any = None) -> Any:
     return out
 
 
-def fit_training(estimator: Any, X: Any, y: Any, _rows_sensitive: bool = True, **fit_params: Any) -> Any:
+def fit_training(estimator: Any, X: Any, y: Any, _rows_sensitive: bool = True, _probe: Any = None,
+                 **fit_params: Any) -> Any:
     """Fit a candidate on the sensitive training rows: ``estimator.fit`` itself, or a pipeline step by step.
 
     ``_rows_sensitive=False`` (public training rows): ``estimator.fit`` whatever it is.
@@ -495,6 +503,10 @@ def fit_training(estimator: Any, X: Any, y: Any, _rows_sensitive: bool = True, *
     (:func:`isolated_transform`). The DP steps charge their accountant (the
     fit's ticket, :func:`set_fit_accountant`) in order, as declared
     (:func:`per_fit_event`). The fitted pipeline is the estimator itself.
+    ``_probe``: the public probe row, built once by the search from the
+    training table as passed (:func:`public_probe`); by default built from
+    ``X``. It must not be built from a part of a split, whose column types are
+    read off its own (sensitive) rows.
     """
     if not (_rows_sensitive and is_pipeline(estimator)):
         return estimator.fit(X, y, **fit_params)
@@ -503,7 +515,7 @@ def fit_training(estimator: Any, X: Any, y: Any, _rows_sensitive: bool = True, *
         name, _, param = key.partition("__")
         routed.setdefault(name, {})[param] = value
     steps = training_steps(estimator)
-    probe, Xt = public_probe(X), X
+    probe, Xt = public_probe(X if _probe is None else _probe), X
     for name, kind, step in steps[:-1]:
         if kind == "passthrough":
             continue

@@ -35,6 +35,7 @@ from privtune.accounting.budget import Budget
 from privtune.accounting.events import PrivacyEvent
 from privtune.base import PrivacyTags
 from privtune.exceptions import InvalidParameterError
+from privtune.linear_model._input import _public_defects
 from privtune.mechanisms import Gaussian, Laplace
 from privtune.optim._sums import blocked_sum, check_sum_terms, rounding_factor
 from privtune.utils._validation import check_delta, check_epsilon
@@ -421,4 +422,5 @@ def _public_table_shape(X: Any, owner: str) -> tuple[int, int]:
         raise InvalidParameterError(
             f"Found array with {shape[0]} sample(s) and {shape[1]} feature(s) (shape={tuple(shape)}) while a "
             f"minimum of 1 is required by {owner}.")
+    _public_defects(X, owner)  # a complex dtype, mixed-type column names: refused before the charge
     return int(shape[0]), int(shape[1])
