@@ -65,7 +65,10 @@ def _init_accepting_multi_class(self, *args, multi_class="auto", **kwargs):
     self.multi_class = multi_class
 
 
-RESULTS = Path(__file__).parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+from benchmarks._common import RESULTS  # noqa: E402
+
+RESULTS = RESULTS
 EPSILONS = [0.1, 1.0, 10.0]
 DELTA = 1e-6
 

@@ -52,15 +52,15 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import SVC  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dp_trainer_defaults import datasets  # noqa: E402
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
 import privtune  # noqa: E402
+from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks.dp_trainer_defaults import datasets  # noqa: E402
 from privtune.accounting import Accountant, GaussianEvent, SampledWithoutReplacementEvent, SelfComposedEvent  # noqa: E402
 from privtune.linear_model import DPLogisticRegression  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
-OUT = Path(__file__).resolve().parent / "results"
+OUT = RESULTS
 EPSILON, DELTA = 1.0, 1e-6
 TASKS = ("breast cancer", "digits 0-4 vs 5-9", "synthetic 5k d=20", "synthetic 2k d=50 imbalanced",
          "synthetic 20k d=20")

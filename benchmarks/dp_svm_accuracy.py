@@ -37,7 +37,10 @@ from privtune import PrivateSearchCV  # noqa: E402
 from privtune.space import Real  # noqa: E402
 from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
 
-RESULTS = Path(__file__).parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+from benchmarks._common import RESULTS  # noqa: E402
+
+RESULTS = RESULTS
 EPSILONS = [0.1, 1.0, 10.0]
 NOISES = ["gaussian", "laplace"]
 

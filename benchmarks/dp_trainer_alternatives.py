@@ -61,18 +61,18 @@ from scipy.linalg import eigh  # noqa: E402
 from scipy.optimize import brentq  # noqa: E402
 from sklearn.svm import SVC, LinearSVC  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dp_trainer_defaults import datasets, prepare  # noqa: E402
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
 import privtune  # noqa: E402
 import privtune.optim._accelerated_plan as plan_module  # noqa: E402
+from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks.dp_trainer_defaults import datasets, prepare  # noqa: E402
 from privtune.linear_model import DPLogisticRegression  # noqa: E402
 from privtune.optim._losses import _FLOAT32_SHRINK  # noqa: E402
 from privtune.optim.accelerated import gaussian_run_multiplier  # noqa: E402
 from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
 from privtune.svm._rbf import _auto_components  # noqa: E402
 
-OUT = Path(__file__).resolve().parent / "results"
+OUT = RESULTS
 EPS = (0.3, 1.0, 3.0)
 LINEAR = {"DPLogisticRegression": (DPLogisticRegression, 0.25), "DPLinearSVC": (DPLinearSVC, 1.0)}
 OUTPUTS = ("last", "tail 1/2 (default)", "tail 1/3", "all", "weights t", "weights t^2")

@@ -32,6 +32,7 @@ Writes ``benchmarks/results/dp_trainer_defaults.json`` and ``.md``.
 from __future__ import annotations
 
 import os
+import sys
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -62,7 +63,10 @@ from privtune.linear_model import DPLogisticRegression  # noqa: E402
 from privtune.optim._losses import clip_rows  # noqa: E402
 from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
 
-OUT = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+from benchmarks._common import RESULTS  # noqa: E402
+
+OUT = RESULTS
 EPS = (0.1, 0.3, 1.0, 3.0, 10.0)
 
 

@@ -46,14 +46,14 @@ import numpy as np  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.svm import SVC, LinearSVC  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dp_trainer_defaults import datasets, prepare  # noqa: E402
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
 import privtune  # noqa: E402
+from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks.dp_trainer_defaults import datasets, prepare  # noqa: E402
 from privtune.linear_model import DPLogisticRegression  # noqa: E402
 from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
 
-OUT = Path(__file__).resolve().parent / "results"
+OUT = RESULTS
 EPSILON = 1.0
 
 LINEAR_GRID = [dict(solver=s, horizon="max_iter", max_iter=t, C=c, step_scale=k, intercept_scaling=i)

@@ -62,14 +62,14 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import SVC, LinearSVC  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dp_trainer_defaults import datasets, prepare  # noqa: E402
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
 import privtune  # noqa: E402
+from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks.dp_trainer_defaults import datasets, prepare  # noqa: E402
 from privtune.optim._accelerated_plan import gaussian_run_multiplier  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
-OUT = Path(__file__).resolve().parent / "results"
+OUT = RESULTS
 EPSILON = 1.0
 DELTA = 1e-6
 LARGE = ("synthetic 20k d=20", "synthetic 50k d=10 noisy")

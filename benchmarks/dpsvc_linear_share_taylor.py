@@ -38,14 +38,14 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 from joblib import Parallel, delayed  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dp_trainer_defaults import prepare  # noqa: E402
-from dpsvc_horizon_floor import tasks  # noqa: E402
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
 import privtune  # noqa: E402
+from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks.dp_trainer_defaults import prepare  # noqa: E402
+from benchmarks.dpsvc_horizon_floor import tasks  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
-OUT = Path(__file__).resolve().parent / "results"
+OUT = RESULTS
 EPS = (0.1, 0.3, 1.0, 3.0, 10.0)
 GAMMAS = (0.3, 1.0, 3.0)
 SHARES = (0.0, 0.25)

@@ -51,13 +51,13 @@ from sklearn.datasets import (  # noqa: E402
     make_moons,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dp_trainer_defaults import datasets, prepare  # noqa: E402
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
 import privtune  # noqa: E402
+from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks.dp_trainer_defaults import datasets, prepare  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
-OUT = Path(__file__).resolve().parent / "results"
+OUT = RESULTS
 EPS = (0.1, 0.3, 1.0, 3.0, 10.0)
 GAMMAS = (0.3, 1.0, 3.0)
 CANDIDATES = (1.0, 2.0, 4.0, 8.0, 20.0)

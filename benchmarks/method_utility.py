@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -28,6 +29,9 @@ from sklearn.svm import SVC  # noqa: E402
 
 from privtune import PrivateSearchCV  # noqa: E402
 from privtune.space import Real, SearchSpace, candidate_set  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+from benchmarks._common import RESULTS  # noqa: E402
 
 torch.set_num_threads(1)
 SPACE = {"C": Real(0.1, 1000.0, log=True), "gamma": Real(1e-5, 1.0, log=True)}
@@ -75,7 +79,7 @@ def main() -> dict:
            "rows": rows, "loadavg": os.getloadavg()}
     print(f"non-private GridSearch on the same candidates: test accuracy {ceiling:.3f}; median candidate "
           f"{out['median_candidate_test_accuracy']:.3f}")
-    res = Path(__file__).parent / "results"
+    res = RESULTS
     res.mkdir(exist_ok=True)
     (res / "method_utility.json").write_text(json.dumps(out, indent=2))
     lines = [f"# Release-method utility (SVC C, gamma on breast cancer; m = {m} validation rows)", "",

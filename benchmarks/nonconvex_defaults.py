@@ -27,6 +27,7 @@ Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/nonconvex_defaults.py [--se
 from __future__ import annotations
 
 import os
+import sys
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -51,7 +52,10 @@ SETTINGS = {  # label -> keyword arguments on top of the defaults
     "max_iter 20": {"max_iter": 20},
     "previous default (tolerance 0.07, max_iter 2000)": {"tolerance": 0.07, "max_iter": 2000},
 }
-RESULTS = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+from benchmarks._common import RESULTS  # noqa: E402
+
+RESULTS = RESULTS
 
 
 def _prep(X, y):

@@ -19,6 +19,7 @@ Writes ``benchmarks/results/prescreen_utility.json`` and ``.md``.
 from __future__ import annotations
 
 import os
+import sys
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -42,7 +43,10 @@ import privtune  # noqa: E402
 from privtune import PrivateSearchCV  # noqa: E402
 from privtune.space import Real, SearchSpace, candidate_set  # noqa: E402
 
-OUT = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+from benchmarks._common import RESULTS  # noqa: E402
+
+OUT = RESULTS
 SPACE = {"C": Real(1e-2, 1e3, log=True), "gamma": Real(1e-5, 1e1, log=True)}
 EPS = (0.1, 0.3, 1.0, 3.0)
 N_ITER = 20

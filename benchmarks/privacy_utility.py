@@ -55,6 +55,7 @@ Writes ``benchmarks/results/privacy_utility.{json,md,png}``.
 from __future__ import annotations
 
 import os
+import sys
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -82,7 +83,10 @@ from privtune.linear_model import DPLogisticRegression  # noqa: E402
 from privtune.space import Integer, Real, SearchSpace, candidate_set  # noqa: E402
 from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
 
-OUT = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+from benchmarks._common import RESULTS  # noqa: E402
+
+OUT = RESULTS
 SPACE = {"C": Real(1e-2, 1e3, log=True), "gamma": Real(1e-5, 1e1, log=True)}
 #: Part B's baseline without a search: the estimator's defaults, one fit with the training role's whole budget.
 NO_SEARCH = "none (defaults, one fit)"

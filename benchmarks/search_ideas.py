@@ -57,14 +57,14 @@ from sklearn.gaussian_process import GaussianProcessRegressor  # noqa: E402
 from sklearn.gaussian_process.kernels import ConstantKernel, Matern  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from privacy_utility import EPS, N_ITERS, tasks  # noqa: E402
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
 import privtune  # noqa: E402
+from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks.privacy_utility import EPS, N_ITERS, tasks  # noqa: E402
 from privtune.accounting import Accountant, ComposedEvent, ExponentialEvent, GaussianEvent  # noqa: E402
 from privtune.space import SearchSpace, candidate_set  # noqa: E402
 
-OUT = Path(__file__).resolve().parent / "results"
+OUT = RESULTS
 DELTA = 1e-6
 SHARE = 0.5  # random's selection share of epsilon
 EXPLORE = ((0.2, 3), (0.2, 5), (0.4, 3), (0.4, 5))  # (share f of the selection budget spent exploring, k)

@@ -31,6 +31,7 @@ Writes ``benchmarks/results/search_overhead.json`` and ``.md`` (part A) and
 from __future__ import annotations
 
 import os
+import sys
 
 for _v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ[_v] = "1"
@@ -59,7 +60,10 @@ from privtune import PrivateSearchCV  # noqa: E402
 from privtune.space import Real  # noqa: E402
 
 torch.set_num_threads(1)
-OUT = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+from benchmarks._common import RESULTS  # noqa: E402
+
+OUT = RESULTS
 INSIDE = [0.0]  # seconds spent inside the estimator, summed over every call
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -43,7 +44,10 @@ from privtune.utils import check_random_state
 EPS = 0.1
 N_DRAWS = 100
 GIBBS_SWEEPS = 20
-OUT = Path(__file__).resolve().parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+from benchmarks._common import RESULTS  # noqa: E402
+
+OUT = RESULTS
 
 
 def instance(m, d, seed=0):

@@ -34,7 +34,10 @@ SOLVERS = ["gd", "nag", "masg", "hb", "nag-opt", "masg-opt"]
 MS = [100_000, 1000]
 CS = [0.1, 1.0]
 TS = [100, 200, 500, 1000]
-RESULTS = Path(__file__).parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+from benchmarks._common import RESULTS  # noqa: E402
+
+RESULTS = RESULTS
 
 
 def make_data(seed: int = 1):

@@ -58,7 +58,10 @@ from privtune.optim import line_search as LS  # noqa: E402
 from privtune.optim._losses import MarginLoss  # noqa: E402
 from privtune.utils._random import check_random_state  # noqa: E402
 
-RESULTS = Path(__file__).parent / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+from benchmarks._common import RESULTS  # noqa: E402
+
+RESULTS = RESULTS
 DELTA, MU, H = 1e-8, 1e-3, 0.5
 EPS = [0.05, 0.1, 0.2, 0.4, 0.8, 1.6]
 ABLATION_EPS = [0.1, 0.2, 0.4]
