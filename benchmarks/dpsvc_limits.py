@@ -63,10 +63,11 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import SVC, LinearSVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+from privtune.optim._accelerated_plan import gaussian_run_multiplier  # noqa: E402
+
 import privtune  # noqa: E402
 from benchmarks._common import RESULTS  # noqa: E402
-from benchmarks.dp_trainer_defaults import datasets, prepare  # noqa: E402
-from privtune.optim._accelerated_plan import gaussian_run_multiplier  # noqa: E402
+from benchmarks.trainers.dp_trainer_defaults import datasets, prepare  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
 OUT = RESULTS

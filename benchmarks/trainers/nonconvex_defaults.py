@@ -52,7 +52,7 @@ SETTINGS = {  # label -> keyword arguments on top of the defaults
     "max_iter 20": {"max_iter": 20},
     "previous default (tolerance 0.07, max_iter 2000)": {"tolerance": 0.07, "max_iter": 2000},
 }
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 from benchmarks._common import RESULTS  # noqa: E402
 
 RESULTS = RESULTS

@@ -71,9 +71,9 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 import privtune  # noqa: E402
 from privtune.linear_model import DPLogisticRegression  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 from benchmarks._common import RESULTS  # noqa: E402
-from benchmarks.dp_trainer_peer_table import opacus_acc  # noqa: E402  (DP-SGD on a linear layer, BCE, at eps / 2)
+from benchmarks.trainers.dp_trainer_peer_table import opacus_acc  # noqa: E402  (DP-SGD on a linear layer, BCE, at eps / 2)
 
 OUT = RESULTS
 EPS = (0.1, 0.3, 1.0, 3.0, 10.0)

@@ -65,7 +65,7 @@ def _init_accepting_multi_class(self, *args, multi_class="auto", **kwargs):
     self.multi_class = multi_class
 
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 from benchmarks._common import RESULTS  # noqa: E402
 
 RESULTS = RESULTS

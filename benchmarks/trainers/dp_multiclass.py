@@ -47,12 +47,12 @@ import privtune  # noqa: E402
 from privtune.linear_model import DPLogisticRegression  # noqa: E402
 from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 from benchmarks._common import RESULTS  # noqa: E402
 
 # the side venv's diffprivlib worker (the same LogisticRegression(epsilon, data_norm=1) call), Opacus' DP-SGD (its
 # softmax loss), the non-private references and the monotonicity rule
-from benchmarks.dp_trainer_peer_table import DEFAULT_PEER, monotone, opacus_acc, reference, run_diffprivlib  # noqa: E402
+from benchmarks.trainers.dp_trainer_peer_table import DEFAULT_PEER, monotone, opacus_acc, reference, run_diffprivlib  # noqa: E402
 
 OUT = RESULTS
 EPS = (0.1, 0.3, 1.0, 3.0, 10.0)
