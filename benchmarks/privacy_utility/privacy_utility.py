@@ -83,7 +83,7 @@ from privtune.linear_model import DPLogisticRegression  # noqa: E402
 from privtune.space import Integer, Real, SearchSpace, candidate_set  # noqa: E402
 from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 from benchmarks._common import RESULTS  # noqa: E402
 
 OUT = RESULTS
