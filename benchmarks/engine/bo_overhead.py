@@ -78,7 +78,7 @@ from privtune.bo.gp_ucb import GPUCB  # noqa: E402
 from privtune.gp import GPPosterior, InputKernel, MultiTaskKernel, TaskKernel, gamma_T  # noqa: E402
 from privtune.space import Real, SearchSpace, candidate_set  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 from benchmarks._common import RESULTS  # noqa: E402
 
 OUT = RESULTS
