@@ -37,11 +37,11 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 from benchmarks._common import RESULTS  # noqa: E402
 
 OUT = RESULTS
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 N_ITERS = (10, 20)
 
 # One search, run in a child process (so that "before" can import the old privtune): prints one JSON line.

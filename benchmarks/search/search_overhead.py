@@ -60,7 +60,7 @@ from privtune import PrivateSearchCV  # noqa: E402
 from privtune.space import Real  # noqa: E402
 
 torch.set_num_threads(1)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 from benchmarks._common import RESULTS  # noqa: E402
 
 OUT = RESULTS
