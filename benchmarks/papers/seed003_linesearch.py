@@ -58,7 +58,7 @@ from privtune.optim import line_search as LS  # noqa: E402
 from privtune.optim._losses import MarginLoss  # noqa: E402
 from privtune.utils._random import check_random_state  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 from benchmarks._common import RESULTS  # noqa: E402
 
 RESULTS = RESULTS

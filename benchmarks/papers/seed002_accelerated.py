@@ -34,7 +34,7 @@ SOLVERS = ["gd", "nag", "masg", "hb", "nag-opt", "masg-opt"]
 MS = [100_000, 1000]
 CS = [0.1, 1.0]
 TS = [100, 200, 500, 1000]
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 from benchmarks._common import RESULTS  # noqa: E402
 
 RESULTS = RESULTS

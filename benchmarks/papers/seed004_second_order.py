@@ -43,7 +43,7 @@ LOSSES = ["sigmoid", "nonconvex_logistic"]
 TOLERANCES = {"loose": (0.04, 0.2), "tight": (0.02, 0.141)}
 EPSILONS = [0.2, 0.6, 1.0]
 SEEDS = [2023, 999, 67, 33, 128]
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 from benchmarks._common import RESULTS  # noqa: E402
 
 RESULTS = RESULTS

@@ -44,7 +44,7 @@ from privtune.utils import check_random_state
 EPS = 0.1
 N_DRAWS = 100
 GIBBS_SWEEPS = 20
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 from benchmarks._common import RESULTS  # noqa: E402
 
 OUT = RESULTS
