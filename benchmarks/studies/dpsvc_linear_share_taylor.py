@@ -38,10 +38,10 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 from joblib import Parallel, delayed  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune  # noqa: E402
 from benchmarks._common import RESULTS  # noqa: E402
-from benchmarks.dpsvc_horizon_floor import tasks  # noqa: E402
+from benchmarks.studies.dpsvc_horizon_floor import tasks  # noqa: E402
 from benchmarks.trainers.dp_trainer_defaults import prepare  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 

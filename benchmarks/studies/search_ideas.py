@@ -57,10 +57,10 @@ from sklearn.gaussian_process import GaussianProcessRegressor  # noqa: E402
 from sklearn.gaussian_process.kernels import ConstantKernel, Matern  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune  # noqa: E402
 from benchmarks._common import RESULTS  # noqa: E402
-from benchmarks.privacy_utility import EPS, N_ITERS, tasks  # noqa: E402
+from benchmarks.privacy_utility.privacy_utility import EPS, N_ITERS, tasks  # noqa: E402
 from privtune.accounting import Accountant, ComposedEvent, ExponentialEvent, GaussianEvent  # noqa: E402
 from privtune.space import SearchSpace, candidate_set  # noqa: E402
 

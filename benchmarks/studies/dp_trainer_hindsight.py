@@ -46,7 +46,7 @@ import numpy as np  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.svm import SVC, LinearSVC  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune  # noqa: E402
 from benchmarks._common import RESULTS  # noqa: E402
 from benchmarks.trainers.dp_trainer_defaults import datasets, prepare  # noqa: E402

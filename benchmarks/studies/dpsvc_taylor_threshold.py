@@ -51,7 +51,7 @@ from sklearn.datasets import (  # noqa: E402
     make_moons,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune  # noqa: E402
 from benchmarks._common import RESULTS  # noqa: E402
 from benchmarks.trainers.dp_trainer_defaults import datasets, prepare  # noqa: E402

@@ -61,7 +61,7 @@ from scipy.linalg import eigh  # noqa: E402
 from scipy.optimize import brentq  # noqa: E402
 from sklearn.svm import SVC, LinearSVC  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune.optim._accelerated_plan as plan_module  # noqa: E402
 
 import privtune  # noqa: E402

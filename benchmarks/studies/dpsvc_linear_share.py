@@ -50,7 +50,7 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import SVC, LinearSVC  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune  # noqa: E402
 from benchmarks._common import RESULTS  # noqa: E402
 from benchmarks.trainers.dp_trainer_defaults import datasets  # noqa: E402
