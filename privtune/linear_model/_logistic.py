@@ -23,7 +23,6 @@ from privtune.base import PrivacyTags
 from privtune.exceptions import InvalidParameterError, PrivtuneError
 from privtune.linear_model._classifier import _LinearClassifier, _LogisticProbaMixin
 from privtune.linear_model._input import _numeric_rows, _numeric_table, _public_shape
-from privtune.optim._accelerated_plan import _make_plan as _make_accelerated_plan
 from privtune.optim._line_search_loop import _check_grids as _check_line_search_grids
 from privtune.optim._line_search_loop import _make_plan as _make_line_search_plan
 from privtune.optim._losses import (
@@ -37,8 +36,9 @@ from privtune.optim._losses import (
     get_loss,
     zero_non_finite,
 )
-from privtune.optim._schedules import HORIZONS, SOLVERS
 from privtune.optim.accelerated import dp_accelerated, gaussian_run_multiplier
+from privtune.optim.accelerated._plan import _make_plan as _make_accelerated_plan
+from privtune.optim.accelerated._schedules import HORIZONS, SOLVERS
 from privtune.optim.line_search import MarginObjective, blsgd_privacy_event, dp_blsgd
 from privtune.utils._random import check_random_state
 from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real, label_entries
@@ -215,7 +215,10 @@ class _DPMarginClassifier(_LinearClassifier):
                         phase=type(self).__name__, **kwargs)
 
     def _horizon_floor(self) -> float:
-        """``horizon_floor`` of the solver's ``horizon="auto"`` (:func:`privtune.optim._schedules.auto_horizon`)."""
+        """``horizon_floor`` of the solver's ``horizon="auto"``.
+
+        See :func:`privtune.optim.accelerated._schedules.auto_horizon`.
+        """
         return 0.0
 
     def _accelerated_kwargs(self, params: dict[str, Any], n: int, r1: float, r2: float,
@@ -516,7 +519,7 @@ _COMMON_PARAMS_DOC = """
         ``min(max_iter, max(50, 2 d))`` (enough steps to finish the
         optimisation once the noise is small), and the output is the mean of
         the last ``ceil(T/2)`` iterates
-        (:func:`privtune.optim._schedules.auto_horizon`).
+        (:func:`privtune.optim.accelerated._schedules.auto_horizon`).
         ``"max_iter"``: ``T = max_iter``, tail-averaged output.
         ``"paper"``: Kuru et al.'s ``T*`` minimising their bound with
         ``mu = 1 / (C n)``, last iterate; faithful. It picks one or a few steps

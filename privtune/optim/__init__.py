@@ -19,6 +19,9 @@ Seed 004 (Gao & Wright 2023, second-order stationary points of non-convex ERM):
 :func:`second_order_privacy_event`.
 """
 
+import importlib
+import sys
+
 from privtune.optim._result import DPOptimizeResult
 from privtune.optim.accelerated import (
     dp_accelerated,
@@ -76,3 +79,25 @@ __all__ = [
     "dp_second_order",
     "second_order_privacy_event",
 ]
+
+#: Module paths of the layout before issue 39 (one flat ``optim/``), each mapped to the module that now holds
+#: its code. Pickles name a class by its module path, so objects pickled under an old path must still load, and
+#: code importing an old path gets the very module object now in use (monkeypatching through it keeps working).
+_MOVED_MODULES = {
+    "_accelerated_plan": "accelerated._plan",
+    "_schedules": "accelerated._schedules",
+}
+
+
+def _alias_moved_modules() -> None:
+    """Register each old module path in :data:`sys.modules` as an alias of its new module.
+
+    Every new module is already imported by this package (the imports above), so the aliases cost nothing and
+    ``import privtune.optim._schedules``, ``from privtune.optim._schedules import ...`` and unpickling a class
+    recorded under ``privtune.optim._schedules`` all resolve to ``privtune.optim.accelerated._schedules``.
+    """
+    for old, new in _MOVED_MODULES.items():
+        sys.modules.setdefault(f"{__name__}.{old}", importlib.import_module(f"{__name__}.{new}"))
+
+
+_alias_moved_modules()

@@ -77,7 +77,7 @@ from privtune.optim._second_order_steps import (
 from privtune.optim._second_order_steps import _line_search as _line_search
 from privtune.optim._second_order_steps import _smallest_eigenpair as _smallest_eigenpair
 from privtune.optim._second_order_steps import curvature_direction as curvature_direction
-from privtune.optim.accelerated import _check_label_shape, _public_shape, _read_data
+from privtune.optim.accelerated._solvers import _check_label_shape, _public_shape, _read_data
 from privtune.utils._random import check_random_state
 from privtune.utils._validation import check_integer, label_entries
 

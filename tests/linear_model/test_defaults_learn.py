@@ -81,7 +81,7 @@ def test_gaussian_noise_clips_rows_in_l2_only():
 
 def test_horizon_rules():
     """``auto`` grows with epsilon in [1, min(max_iter, max(50, 2 d))]; ``max_iter`` is exact; ``paper`` is T*."""
-    from privtune.optim._schedules import auto_horizon
+    from privtune.optim.accelerated._schedules import auto_horizon
 
     Xtr, Xte, ytr, yte = _data("breast")
     steps = [DPLogisticRegression(epsilon=e, classes=[0, 1], random_state=0).fit(Xtr, ytr).n_iter_
@@ -117,8 +117,8 @@ def test_paper_horizon_with_a_uniform_split_minimises_the_bound():
 
     from privtune.optim import dp_accelerated
     from privtune.optim._losses import get_loss
-    from privtune.optim._schedules import _profile, step_schedule
     from privtune.optim.accelerated import gaussian_run_multiplier
+    from privtune.optim.accelerated._schedules import _profile, step_schedule
 
     Xtr, _, ytr, _ = _data("breast")
     U = np.hstack((Xtr, np.full((Xtr.shape[0], 1), 0.5)))
@@ -221,8 +221,8 @@ def test_dpsvc_horizon_rule_is_not_stopped_at_100_steps():
     ``auto_horizon`` gives from the public ratio, more than 100 and at most its own cap ``2 d``, and is no worse
     than the run stopped at 100 or the rule without the floor (medians over these 3 seeds: 0.908 with the floor's
     242 steps, 0.899 with the rule's 130, 0.892 with 100)."""
-    from privtune.optim._accelerated_plan import gaussian_run_multiplier
-    from privtune.optim._schedules import auto_horizon
+    from privtune.optim.accelerated._plan import gaussian_run_multiplier
+    from privtune.optim.accelerated._schedules import auto_horizon
 
     Xtr, Xte, ytr, yte = train_test_split(*_scaled(make_classification(5000, 20, n_informative=8, random_state=0)),
                                           test_size=0.3, random_state=0)

@@ -33,9 +33,9 @@ from privtune.optim import (
     dp_nesterov,
     dp_nesterov_opt,
 )
-from privtune.optim import accelerated as acc_mod
 from privtune.optim._losses import _GRADIENT_SHRINK, MarginLoss, clip_rows
-from privtune.optim._schedules import masg_stages, opt_split, opt_split_gaussian, step_schedule
+from privtune.optim.accelerated import _solvers as acc_mod
+from privtune.optim.accelerated._schedules import masg_stages, opt_split, opt_split_gaussian, step_schedule
 
 SOLVERS = ["gd", "hb", "nag", "nag-opt", "masg", "masg-opt"]
 
@@ -540,7 +540,7 @@ def test_noise_drawn_ahead_in_small_blocks_is_reproducible(monkeypatch):
     """Noise drawn ahead in small blocks: same plan and scales, reproducible for a seed, another noise sequence.
 
     (The law of the noise with small blocks is checked in test_noise_is_laplace_with_variance_two_b_squared.)"""
-    import privtune.optim.accelerated as acc_mod
+    import privtune.optim.accelerated._solvers as acc_mod
 
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, size=(300, 3)) / 3
@@ -674,7 +674,7 @@ def test_compact_rows_with_a_bad_label_are_mapped_like_any_rows():
 def test_a_laplace_plan_never_composes_above_its_epsilon():
     """The per-step split and the amplification's inverse round trip in floating point: the steps' composed epsilon
     came out one ulp above the epsilon an estimator charges in 51 of 300 random plans (found by an audit)."""
-    from privtune.optim._accelerated_plan import _make_plan
+    from privtune.optim.accelerated._plan import _make_plan
 
     rng = np.random.default_rng(0)
     for _ in range(150):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import privtune.linear_model._logistic as logistic_module
-import privtune.optim.accelerated as accelerated_module
+import privtune.optim.accelerated._solvers as accelerated_module
 from privtune.accounting import Accountant, Budget
 from privtune.exceptions import InvalidParameterError
 from privtune.linear_model import DPLogisticRegression

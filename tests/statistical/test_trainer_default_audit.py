@@ -81,8 +81,8 @@ from privtune.linear_model import DPLogisticRegression
 from privtune.mechanisms import Gaussian
 from privtune.mechanisms._samplers import grid_to_float, round_to_grid
 from privtune.optim import accelerated as A
-from privtune.optim._accelerated_plan import gaussian_run_multiplier
 from privtune.optim._losses import _FLOAT32_SHRINK, compact_rows
+from privtune.optim.accelerated._plan import gaussian_run_multiplier
 from privtune.testing import audit_mechanism
 
 pytestmark = pytest.mark.statistical

@@ -37,7 +37,7 @@ from privtune.optim._losses import (
     get_loss,
     l1_bound_of,
 )
-from privtune.optim._schedules import (
+from privtune.optim.accelerated._schedules import (
     HORIZONS,
     SOLVERS,
     auto_horizon,

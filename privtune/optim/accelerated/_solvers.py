@@ -43,7 +43,7 @@ Deviations from the paper (see the seed-002 spec, P1, P2, P10, P11):
   the best iterate by its objective on the data;
 * ``horizon="auto"`` (the estimators' default) chooses ``T`` by privtune's
   noise-to-signal rule instead of the paper's bound (``horizon="paper"`` keeps
-  the paper's rule; see :func:`privtune.optim._schedules.auto_horizon`);
+  the paper's rule; see :func:`privtune.optim.accelerated._schedules.auto_horizon`);
 * noise is the exact grid Laplace of :class:`privtune.mechanisms.Laplace`, whose
   scale is ``2**-10`` larger than the textbook one (pays for the rounding);
 * the regulariser is ``(alpha/2)||w||^2`` (the paper writes ``lambda ||w||^2``:
@@ -70,10 +70,10 @@ import numpy as np
 from privtune.accounting.accountant import Accountant
 from privtune.exceptions import InvalidParameterError
 from privtune.mechanisms._batched import PredrawnNoise
-from privtune.optim._accelerated_plan import _make_plan, _Plan
-from privtune.optim._accelerated_plan import gaussian_run_multiplier as gaussian_run_multiplier  # re-exported
 from privtune.optim._losses import MULTICLASS_LOSSES, ClippedRows, clip_rows, map_into_domain, valid_labels
 from privtune.optim._result import DPOptimizeResult
+from privtune.optim.accelerated._plan import _make_plan, _Plan
+from privtune.optim.accelerated._plan import gaussian_run_multiplier as gaussian_run_multiplier  # re-exported
 from privtune.utils._validation import entrywise_float, label_entries, public_shape
 
 __all__ = [
@@ -368,7 +368,7 @@ def dp_accelerated(
         (with the solver's split: the optimal one for ``*-opt``, uniform
         otherwise; the Gaussian analogue with ``noise="gaussian"``).
         ``"max_iter"``: ``T = n_iter``. ``"auto"``: privtune's rule
-        (:func:`privtune.optim._schedules.auto_horizon`, not in the paper),
+        (:func:`privtune.optim.accelerated._schedules.auto_horizon`, not in the paper),
         ``T = min(5 / sqrt(r), 1.5 / r)`` (Gaussian; ``r`` the public
         noise-to-signal ratio of one full-budget step), rounded, between 1 and
         ``min(n_iter, max(50, 2 d))``; ``T`` grows with ``epsilon n / sqrt(d)``.
