@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.privtune-installed
 export OMP_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 
-.PHONY: setup test test-slow test-fast demo lint clean
+.PHONY: setup test test-slow test-fast demo lint docs docs-serve clean
 
 setup: $(STAMP)
 
@@ -45,5 +45,14 @@ test-fast: setup
 lint: setup
 	$(BIN)/ruff check privtune tests
 
+## Set up, then build the documentation site into site/ (mkdocs.yml; --strict: any warning, such as a broken link,
+## an unresolved reference or a docstring griffe cannot parse, fails the build). Open site/index.html.
+docs: setup
+	$(BIN)/mkdocs build --strict --site-dir site
+
+## Set up, then serve the documentation site at http://127.0.0.1:8000, rebuilt on every change.
+docs-serve: setup
+	$(BIN)/mkdocs serve
+
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) build dist site *.egg-info .pytest_cache .hypothesis
