@@ -37,8 +37,6 @@ TS = [100, 200, 500, 1000]
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 from benchmarks._common import RESULTS  # noqa: E402
 
-RESULTS = RESULTS
-
 
 def make_data(seed: int = 1):
     rng = np.random.default_rng(seed)

@@ -61,7 +61,6 @@ from privtune.utils._random import check_random_state  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 from benchmarks._common import RESULTS  # noqa: E402
 
-RESULTS = RESULTS
 DELTA, MU, H = 1e-8, 1e-3, 0.5
 EPS = [0.05, 0.1, 0.2, 0.4, 0.8, 1.6]
 ABLATION_EPS = [0.1, 0.2, 0.4]

@@ -46,8 +46,6 @@ SEEDS = [2023, 999, 67, 33, 128]
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 from benchmarks._common import RESULTS  # noqa: E402
 
-RESULTS = RESULTS
-
 
 def make_data():
     X, y = make_classification(n_samples=N_TRAIN + N_TEST, n_features=D, n_informative=8, n_redundant=4,

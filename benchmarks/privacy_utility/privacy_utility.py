@@ -84,7 +84,7 @@ from privtune.space import Integer, Real, SearchSpace, candidate_set  # noqa: E4
 from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
-from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks._common import RESULTS, scale_rows  # noqa: E402
 
 OUT = RESULTS
 SPACE = {"C": Real(1e-2, 1e3, log=True), "gamma": Real(1e-5, 1e1, log=True)}
@@ -306,8 +306,7 @@ def part_b(seeds: int, quick: bool, only: str | None = None) -> list[dict]:
     plans = [("exponential", 5), ("random-stopping", 5), ("exponential", 10), ("random-stopping", 10)]
     space = {"C": Real(1e-2, 1e2, log=True)}
     for name, (X, y) in data:
-        X = StandardScaler().fit_transform(X)  # public preprocessing for the benchmark
-        X = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+        X = scale_rows(X)  # public preprocessing for the benchmark
         Xa, Xte, ya, yte = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
         Xtr, Xva, ytr, yva = train_test_split(Xa, ya, test_size=0.3, random_state=0, stratify=ya)
         ceiling = LogisticRegression().fit(Xtr, ytr).score(Xte, yte)

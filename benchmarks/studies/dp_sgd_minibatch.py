@@ -48,14 +48,11 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy.special import expit  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
-from sklearn.model_selection import train_test_split  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import SVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune  # noqa: E402
-from benchmarks._common import RESULTS  # noqa: E402
-from benchmarks.trainers.dp_trainer_defaults import datasets  # noqa: E402
+from benchmarks._common import RESULTS, datasets, prepare  # noqa: E402
 from privtune.accounting import Accountant, GaussianEvent, SampledWithoutReplacementEvent, SelfComposedEvent  # noqa: E402
 from privtune.linear_model import DPLogisticRegression  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
@@ -131,9 +128,7 @@ def run(seeds: int) -> list[dict]:
     for name, X, y in datasets(False):
         if name not in TASKS:
             continue
-        X = StandardScaler().fit_transform(X)
-        X = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
-        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+        Xtr, Xte, ytr, yte = prepare(X, y)
         s_tr, s_te = 2.0 * ytr - 1.0, 2.0 * yte - 1.0
         n = len(ytr)
         probe = DPSVC(epsilon=EPSILON, classes=[0, 1], random_state=0).fit(Xtr, ytr)  # the public feature map

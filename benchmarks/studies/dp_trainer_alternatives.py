@@ -65,8 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository r
 import privtune.optim._accelerated_plan as plan_module  # noqa: E402
 
 import privtune  # noqa: E402
-from benchmarks._common import RESULTS  # noqa: E402
-from benchmarks.trainers.dp_trainer_defaults import datasets, prepare  # noqa: E402
+from benchmarks._common import RESULTS, datasets, prepare  # noqa: E402
 from privtune.linear_model import DPLogisticRegression  # noqa: E402
 from privtune.optim._losses import _FLOAT32_SHRINK  # noqa: E402
 from privtune.optim.accelerated import gaussian_run_multiplier  # noqa: E402

@@ -44,15 +44,12 @@ from sklearn.datasets import (  # noqa: E402
     make_hastie_10_2,
     make_moons,
 )
-from sklearn.model_selection import train_test_split  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import SVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune  # noqa: E402
-from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks._common import RESULTS, datasets, prepare  # noqa: E402
 from benchmarks.studies.dpsvc_taylor import extra_datasets  # noqa: E402
-from benchmarks.trainers.dp_trainer_defaults import datasets  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
 OUT = RESULTS
@@ -98,9 +95,7 @@ def tasks(group: str):
 def run_group(group: str, seeds: int) -> list[dict]:
     rows = []
     for name, X, y in tasks(group):
-        X = StandardScaler().fit_transform(X)
-        X = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
-        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+        Xtr, Xte, ytr, yte = prepare(X, y)
         if DPSVC(classes=[0, 1], random_state=0).fit(Xtr, ytr).features_ != "taylor":
             continue
         for gamma in GAMMAS:

@@ -50,8 +50,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune  # noqa: E402
-from benchmarks._common import RESULTS  # noqa: E402
-from benchmarks.trainers.dp_trainer_defaults import datasets  # noqa: E402
+from benchmarks._common import RESULTS, datasets  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
 OUT = RESULTS

@@ -43,9 +43,8 @@ from privtune.optim._accelerated_plan import gaussian_run_multiplier  # noqa: E4
 from privtune.optim._schedules import auto_horizon  # noqa: E402
 
 import privtune  # noqa: E402
-from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks._common import RESULTS, prepare  # noqa: E402
 from benchmarks.studies.dpsvc_column_balance import tasks as balance_tasks  # noqa: E402
-from benchmarks.trainers.dp_trainer_defaults import prepare  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
 OUT = RESULTS

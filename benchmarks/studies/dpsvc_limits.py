@@ -59,15 +59,13 @@ import numpy as np  # noqa: E402
 from scipy.optimize import brentq  # noqa: E402
 from sklearn.datasets import make_classification  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import SVC, LinearSVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 from privtune.optim._accelerated_plan import gaussian_run_multiplier  # noqa: E402
 
 import privtune  # noqa: E402
-from benchmarks._common import RESULTS  # noqa: E402
-from benchmarks.trainers.dp_trainer_defaults import datasets, prepare  # noqa: E402
+from benchmarks._common import RESULTS, datasets, prepare, scale_rows  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
 OUT = RESULTS
@@ -163,8 +161,7 @@ def part_causes(name, X, y, seeds: int) -> dict:
 
 def part_rows(seeds: int, sizes) -> list[dict]:
     X, y = make_classification(100_000, 20, n_informative=8, random_state=1)
-    X = StandardScaler().fit_transform(X)
-    X = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
+    X = scale_rows(X)
     Xpool, Xte, ypool, yte = train_test_split(X, y, test_size=20_000, random_state=0, stratify=y)
     out = []
     for n in sizes:

@@ -46,14 +46,11 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from joblib import Parallel, delayed  # noqa: E402
-from sklearn.model_selection import train_test_split  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import SVC, LinearSVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune  # noqa: E402
-from benchmarks._common import RESULTS  # noqa: E402
-from benchmarks.trainers.dp_trainer_defaults import datasets  # noqa: E402
+from benchmarks._common import RESULTS, datasets, prepare  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
 OUT = RESULTS
@@ -66,9 +63,7 @@ SETTINGS = {"auto": ({}, "dpsvc_linear_share"),
 
 def run_task(name: str, X: np.ndarray, y: np.ndarray, seeds: int, pinned: dict) -> list[dict]:
     warnings.filterwarnings("ignore")
-    X = StandardScaler().fit_transform(X)  # public preprocessing, for the benchmark
-    X = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+    Xtr, Xte, ytr, yte = prepare(X, y)  # public preprocessing, for the benchmark
     svc = SVC(C=1.0, gamma=1.0).fit(Xtr, ytr).score(Xte, yte)
     lin = LinearSVC(C=1.0, max_iter=20000).fit(Xtr, ytr).score(Xte, yte)
     slack = max(0.01, 2.0 / len(yte))

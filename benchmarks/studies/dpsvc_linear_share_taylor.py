@@ -40,9 +40,8 @@ from joblib import Parallel, delayed  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune  # noqa: E402
-from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks._common import RESULTS, prepare  # noqa: E402
 from benchmarks.studies.dpsvc_horizon_floor import tasks  # noqa: E402
-from benchmarks.trainers.dp_trainer_defaults import prepare  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
 OUT = RESULTS

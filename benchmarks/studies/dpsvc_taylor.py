@@ -38,14 +38,11 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from sklearn.datasets import make_classification, make_moons  # noqa: E402
-from sklearn.model_selection import train_test_split  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import SVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune  # noqa: E402
-from benchmarks._common import RESULTS  # noqa: E402
-from benchmarks.trainers.dp_trainer_defaults import datasets  # noqa: E402
+from benchmarks._common import RESULTS, datasets, prepare  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
 OUT = RESULTS
@@ -84,9 +81,7 @@ def main() -> None:
     for group, name, X, y in tasks:
         if args.only and name not in args.only:
             continue
-        X = StandardScaler().fit_transform(X)
-        X = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
-        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+        Xtr, Xte, ytr, yte = prepare(X, y)
         for gamma in GAMMAS:
             probe = DPSVC(gamma=gamma, epsilon=1.0, classes=[0, 1], random_state=0).fit(Xtr, ytr)
             row = {"group": group, "dataset": name, "n_train": int(len(ytr)), "d": int(X.shape[1]), "gamma": gamma,

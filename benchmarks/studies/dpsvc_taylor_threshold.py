@@ -53,8 +53,7 @@ from sklearn.datasets import (  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune  # noqa: E402
-from benchmarks._common import RESULTS  # noqa: E402
-from benchmarks.trainers.dp_trainer_defaults import datasets, prepare  # noqa: E402
+from benchmarks._common import RESULTS, datasets, prepare  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
 OUT = RESULTS

@@ -68,7 +68,6 @@ def _init_accepting_multi_class(self, *args, multi_class="auto", **kwargs):
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 from benchmarks._common import RESULTS  # noqa: E402
 
-RESULTS = RESULTS
 EPSILONS = [0.1, 1.0, 10.0]
 DELTA = 1e-6
 

@@ -40,7 +40,6 @@ from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 from benchmarks._common import RESULTS  # noqa: E402
 
-RESULTS = RESULTS
 EPSILONS = [0.1, 1.0, 10.0]
 NOISES = ["gaussian", "laplace"]
 

@@ -45,17 +45,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from sklearn.base import clone  # noqa: E402
-from sklearn.datasets import (  # noqa: E402
-    load_breast_cancer,
-    load_digits,
-    load_wine,
-    make_circles,
-    make_classification,
-    make_moons,
-)
 from sklearn.linear_model import LogisticRegression  # noqa: E402
-from sklearn.model_selection import train_test_split  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.svm import SVC, LinearSVC  # noqa: E402
 
 import privtune  # noqa: E402
@@ -64,36 +54,10 @@ from privtune.optim._losses import clip_rows  # noqa: E402
 from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
-from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks._common import RESULTS, datasets, prepare  # noqa: E402
 
 OUT = RESULTS
 EPS = (0.1, 0.3, 1.0, 3.0, 10.0)
-
-
-def datasets(quick: bool):
-    """(name, X, y): binary tasks, nothing downloaded."""
-    yield "breast cancer", *load_breast_cancer(return_X_y=True)
-    Xd, yd = load_digits(return_X_y=True)
-    yield "digits 0-4 vs 5-9", Xd, (yd >= 5).astype(int)
-    if quick:
-        return
-    Xw, yw = load_wine(return_X_y=True)
-    yield "wine class 0 vs rest", Xw, (yw == 0).astype(int)
-    yield "moons 2k (noise 0.25)", *make_moons(2000, noise=0.25, random_state=0)
-    yield "circles 3k", *make_circles(3000, noise=0.1, factor=0.5, random_state=0)
-    yield "synthetic 5k d=20", *make_classification(5000, 20, n_informative=8, random_state=0)
-    yield "synthetic 2k d=50 imbalanced", *make_classification(2000, 50, n_informative=10, flip_y=0.05,
-                                                               weights=[0.7], random_state=2)
-    yield "synthetic 20k d=20", *make_classification(20000, 20, n_informative=8, random_state=1)
-    yield "synthetic 50k d=10 noisy", *make_classification(50000, 10, n_informative=5, flip_y=0.1,
-                                                           random_state=3)
-
-
-def prepare(X, y):
-    """The benchmarks' protocol: rows standardised, scaled to L2 norm at most 1, a 70/30 stratified split (seed 0)."""
-    X = StandardScaler().fit_transform(X)
-    X = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
-    return train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
 
 
 def references(Xtr, ytr, Xte, yte, est) -> dict[str, float]:

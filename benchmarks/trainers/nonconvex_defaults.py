@@ -40,8 +40,6 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 from sklearn.datasets import load_breast_cancer, load_digits, make_classification  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
-from sklearn.model_selection import train_test_split  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 from privtune.linear_model import DPNonConvexClassifier  # noqa: E402
 
@@ -53,28 +51,20 @@ SETTINGS = {  # label -> keyword arguments on top of the defaults
     "previous default (tolerance 0.07, max_iter 2000)": {"tolerance": 0.07, "max_iter": 2000},
 }
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
-from benchmarks._common import RESULTS  # noqa: E402
-
-RESULTS = RESULTS
-
-
-def _prep(X, y):
-    X = StandardScaler().fit_transform(X)
-    X = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))
-    return train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
+from benchmarks._common import RESULTS, prepare  # noqa: E402
 
 
 def datasets():
     Xd, yd = load_digits(return_X_y=True)
-    yield "breast cancer", _prep(*load_breast_cancer(return_X_y=True))
-    yield "digits 0-4 vs 5-9", _prep(Xd, (yd < 5).astype(int))
-    yield "synthetic 1500x30", _prep(*make_classification(n_samples=1500, n_features=30, n_informative=8,
+    yield "breast cancer", prepare(*load_breast_cancer(return_X_y=True))
+    yield "digits 0-4 vs 5-9", prepare(Xd, (yd < 5).astype(int))
+    yield "synthetic 1500x30", prepare(*make_classification(n_samples=1500, n_features=30, n_informative=8,
                                                           random_state=2))
-    yield "synthetic 3000x10", _prep(*make_classification(n_samples=3000, n_features=10, n_informative=5,
+    yield "synthetic 3000x10", prepare(*make_classification(n_samples=3000, n_features=10, n_informative=5,
                                                           random_state=0))
-    yield "synthetic 6000x5", _prep(*make_classification(n_samples=6000, n_features=5, n_informative=3,
+    yield "synthetic 6000x5", prepare(*make_classification(n_samples=6000, n_features=5, n_informative=3,
                                                          random_state=1))
-    yield "synthetic 20000x20", _prep(*make_classification(n_samples=20000, n_features=20, n_informative=6,
+    yield "synthetic 20000x20", prepare(*make_classification(n_samples=20000, n_features=20, n_informative=6,
                                                            random_state=3))
 
 
