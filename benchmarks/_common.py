@@ -9,6 +9,7 @@ Each script puts the repository root on ``sys.path`` before importing this modul
 
 from __future__ import annotations
 
+import importlib.util
 import tempfile
 from pathlib import Path
 
@@ -66,3 +67,12 @@ def scale_rows(X):
 def prepare(X, y):
     """The benchmarks' protocol: rows standardised, scaled to L2 norm at most 1, a 70/30 stratified split (seed 0)."""
     return train_test_split(scale_rows(X), y, test_size=0.3, random_state=0, stratify=y)
+
+
+#: The help text of every script's ``--quick``.
+QUICK_HELP = "smoke run: the whole code path on tiny sizes, in seconds; writes into a temporary directory"
+
+
+def have(module: str) -> bool:
+    """Whether an optional peer (``optuna``, ``diffprivlib``, ``opacus``...) is importable here."""
+    return importlib.util.find_spec(module) is not None

@@ -20,7 +20,7 @@ Peers, measured in the same run:
   Poisson batches of n/10, 5 epochs, SGD lr 1, not tuned; skipped if Opacus is not installed.
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dp_multiclass.py [--seeds 5] [--quick]``. Writes
-``benchmarks/results/dp_multiclass.{json,md}`` (``*_quick`` with ``--quick``).
+``benchmarks/results/dp_multiclass.{json,md}`` (``--quick``: a smoke run, into a temporary directory).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from privtune.linear_model import DPLogisticRegression  # noqa: E402
 from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
-from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks._common import RESULTS, output_dir  # noqa: E402
 
 # the side venv's diffprivlib worker (the same LogisticRegression(epsilon, data_norm=1) call), Opacus' DP-SGD (its
 # softmax loss), the non-private references and the monotonicity rule
@@ -83,9 +83,10 @@ def prepare(X, y):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--quick", action="store_true", help="iris and wine, two seeds; writes *_quick files")
+    ap.add_argument("--quick", action="store_true", help="iris and wine, two seeds; writes into a temporary directory")
     ap.add_argument("--peer-python", default=os.environ.get("PRIVTUNE_PEER_PYTHON", DEFAULT_PEER))
     args = ap.parse_args()
+    OUT = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/
     warnings.filterwarnings("ignore")
     t0 = time.perf_counter()
     seeds = range(2 if args.quick else args.seeds)

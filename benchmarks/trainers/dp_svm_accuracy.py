@@ -20,6 +20,7 @@ Usage: python benchmarks/dp_svm_accuracy.py
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -38,14 +39,14 @@ from privtune.space import Real  # noqa: E402
 from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
-from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks._common import QUICK_HELP, output_dir  # noqa: E402
 
 EPSILONS = [0.1, 1.0, 10.0]
 NOISES = ["gaussian", "laplace"]
 
 
-def circles():
-    X, y = make_circles(n_samples=20_000, noise=0.1, factor=0.5, random_state=0)
+def circles(n_samples=20_000):
+    X, y = make_circles(n_samples=n_samples, noise=0.1, factor=0.5, random_state=0)
     return train_test_split(X, y, test_size=0.3, random_state=0)
 
 
@@ -59,7 +60,13 @@ def breast_cancer():
     return Xtr, Xte, ytr, yte
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP)
+    args = ap.parse_args(argv)
+    # --quick: 600 circles rows, one (C, gamma) cell, one seed per cell, one end-to-end search
+    n_circles, grid, seeds = (600, (1.0,), 1) if args.quick else (20_000, (0.01, 1.0, 100.0), None)
+    out_dir = output_dir(args.quick)
     t_start = time.time()
     lines = ["# DP SVMs: test accuracy against non-private scikit-learn", "",
              "privtune's default noise is Gaussian ((eps, 1e-6)-DP, privtune's extension); `laplace` is pure eps-DP. "
@@ -67,19 +74,19 @@ def main() -> int:
     out: dict = {"circles_grid": [], "breast_cancer": [], "end_to_end": []}
 
     # 1. DPSVC grid on circles
-    Xtr, Xte, ytr, yte = circles()
+    Xtr, Xte, ytr, yte = circles(n_circles)
     lines += ["## DPSVC(n_components=100) on make_circles (20 000 rows; the Taylor map, 44 columns), "
               "3 seeds per cell", "",
               "| C | gamma | sklearn SVC | " + " | ".join(f"{nz} eps={e}" for nz in NOISES for e in EPSILONS) + " |",
               "|---|---|---|" + "---|" * (len(NOISES) * len(EPSILONS))]
-    for C in (0.01, 1.0, 100.0):
-        for gamma in (0.3, 1.0, 3.0):
+    for C in grid:
+        for gamma in (1.0,) if args.quick else (0.3, 1.0, 3.0):
             ref = SVC(C=C, gamma=gamma).fit(Xtr, ytr).score(Xte, yte)
             cells = []
             for nz in NOISES:
                 for eps in EPSILONS:
                     accs = [DPSVC(C=C, gamma=gamma, n_components=100, epsilon=eps, noise=nz, classes=[0, 1],
-                                  random_state=s).fit(Xtr, ytr).score(Xte, yte) for s in range(3)]
+                                  random_state=s).fit(Xtr, ytr).score(Xte, yte) for s in range(seeds or 3)]
                     cells.append(float(np.median(accs)))
                     out["circles_grid"].append(dict(C=C, gamma=gamma, noise=nz, epsilon=eps, acc=cells[-1],
                                                     sklearn=ref))
@@ -106,14 +113,14 @@ def main() -> int:
         cells = []
         for nz in NOISES:
             for eps in EPSILONS:
-                accs = [dp_f(eps, nz, s).fit(Xtr, ytr).score(Xte, yte) for s in range(5)]
+                accs = [dp_f(eps, nz, s).fit(Xtr, ytr).score(Xte, yte) for s in range(seeds or 5)]
                 cells.append(float(np.median(accs)))
                 out["breast_cancer"].append(dict(model=name, noise=nz, epsilon=eps, acc=cells[-1], sklearn=ref))
         lines.append(f"| {name} | {ref:.4f} | " + " | ".join(f"{a:.4f}" for a in cells) + " |")
         print(lines[-1], flush=True)
 
     # 3. end-to-end tuning with both roles sensitive
-    X, y = make_circles(n_samples=20_000, noise=0.1, factor=0.5, random_state=0)
+    X, y = make_circles(n_samples=n_circles, noise=0.1, factor=0.5, random_state=0)
     X_rest, X_te, y_rest, y_te = train_test_split(X, y, test_size=0.2, random_state=1)
     X_tr, X_val, y_tr, y_val = train_test_split(X_rest, y_rest, test_size=0.3, random_state=0)
     lines += ["", "## End to end: PrivateSearchCV over C and gamma, training and validation rows sensitive", "",
@@ -121,7 +128,7 @@ def main() -> int:
               "64 candidates, budget (1, 1e-6) per role; test accuracy of the refit model on 4 000 held-out rows.",
               "", "| seed | best C | best gamma | test accuracy | training spent | overall spent |",
               "|---|---|---|---|---|---|"]
-    for seed in range(5):
+    for seed in range(seeds or 5):
         s = PrivateSearchCV(DPSVC(epsilon=0.15, n_components=50, classes=[0, 1]),
                             {"C": Real(1e-4, 10.0, log=True), "gamma": Real(0.1, 30.0, log=True)},
                             sensitive="both", epsilon=1.0, delta=1e-6, n_iter=5, n_candidates=64,
@@ -140,10 +147,10 @@ def main() -> int:
     lines += ["", f"Wall time {elapsed:.0f} s (one core)."]
     text = "\n".join(lines)
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "dp_svm_accuracy.md").write_text(text + "\n")
+    out_dir.mkdir(exist_ok=True)
+    (out_dir / "dp_svm_accuracy.md").write_text(text + "\n")
     out["wall_time_s"] = elapsed
-    (RESULTS / "dp_svm_accuracy.json").write_text(json.dumps(out, indent=1, sort_keys=True))
+    (out_dir / "dp_svm_accuracy.json").write_text(json.dumps(out, indent=1, sort_keys=True))
     return 0
 
 

@@ -54,7 +54,7 @@ from privtune.optim._losses import clip_rows  # noqa: E402
 from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
-from benchmarks._common import RESULTS, datasets, prepare  # noqa: E402
+from benchmarks._common import RESULTS, datasets, output_dir, prepare  # noqa: E402
 
 OUT = RESULTS
 EPS = (0.1, 0.3, 1.0, 3.0, 10.0)
@@ -86,6 +86,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=9)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
+    OUT = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/
     warnings.filterwarnings("ignore")
     t0 = time.perf_counter()
     rows = []

@@ -61,7 +61,7 @@ from sklearn.svm import SVC, LinearSVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune  # noqa: E402
-from benchmarks._common import RESULTS, datasets, prepare  # noqa: E402
+from benchmarks._common import RESULTS, datasets, output_dir, prepare  # noqa: E402
 from privtune.linear_model import DPLogisticRegression  # noqa: E402
 from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
 
@@ -179,9 +179,10 @@ def monotone(accs, n_test) -> bool:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--quick", action="store_true", help="two data sets, two seeds; writes *_quick files")
+    ap.add_argument("--quick", action="store_true", help="two data sets, two seeds; writes into a temporary directory")
     ap.add_argument("--peer-python", default=os.environ.get("PRIVTUNE_PEER_PYTHON", DEFAULT_PEER))
     args = ap.parse_args()
+    OUT = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/
     warnings.filterwarnings("ignore")
     t0 = time.perf_counter()
     seeds = range(2 if args.quick else args.seeds)

@@ -72,7 +72,7 @@ import privtune  # noqa: E402
 from privtune.linear_model import DPLogisticRegression  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
-from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks._common import QUICK_HELP, RESULTS, output_dir  # noqa: E402
 from benchmarks.trainers.dp_trainer_peer_table import opacus_acc  # noqa: E402  (DP-SGD on a linear layer, BCE, at eps / 2)
 
 OUT = RESULTS
@@ -223,11 +223,15 @@ def main(argv=None) -> int:
                          f"{DEFAULT_PEER})")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP + " (2 000 synthetic rows, one seed)")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.seeds, args.repeats = 1, 1
+    OUT = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/
     warnings.filterwarnings("ignore")
     t_start = time.perf_counter()
     seeds = list(range(args.seeds))
-    data = {"syn": synthetic(), "bc": breast_cancer()}
+    data = {"syn": synthetic(n=2_500) if args.quick else synthetic(), "bc": breast_cancer()}
     names = {"syn": SYN, "bc": BC}
     load_before = os.getloadavg()
 
@@ -277,7 +281,7 @@ def main(argv=None) -> int:
             print(f"{names[key][:24]:24s} {m:12s} {cells}   (non-private {ceiling:.4f})", flush=True)
 
     # 3. profile
-    prof = profile_privtune(data["syn"][0], data["syn"][2])
+    prof = profile_privtune(data["syn"][0], data["syn"][2], n_fits=1 if args.quick else 5)
     print(f"\nprofile: {prof['n_fits']} privtune fits, {prof['per_fit_s']:.3f} s per fit under cProfile")
     for e in prof["by_tottime"]:
         print(f"  {e['tottime_s']:7.3f} s self {e['cumtime_s']:7.3f} s cum  {e['ncalls']:6d} calls  {e['function']}")

@@ -51,7 +51,7 @@ SETTINGS = {  # label -> keyword arguments on top of the defaults
     "previous default (tolerance 0.07, max_iter 2000)": {"tolerance": 0.07, "max_iter": 2000},
 }
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
-from benchmarks._common import RESULTS, prepare  # noqa: E402
+from benchmarks._common import QUICK_HELP, output_dir, prepare  # noqa: E402
 
 
 def datasets():
@@ -81,10 +81,16 @@ def _cell(data, eps, seeds, **kw):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP + " (breast cancer only, one seed)")
     args = ap.parse_args()
+    if args.quick:
+        args.seeds = 1
+    RESULTS = output_dir(args.quick)
     t0 = time.time()
     rows = []
     for name, data in datasets():
+        if args.quick and name != "breast cancer":
+            break
         Xtr, Xte, ytr, yte = data
         sk = LogisticRegression(max_iter=1000).fit(Xtr, ytr).score(Xte, yte)
         for loss in ("sigmoid", "nonconvex_logistic"):
