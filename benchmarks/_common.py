@@ -10,6 +10,7 @@ Each script puts the repository root on ``sys.path`` before importing this modul
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import tempfile
 from pathlib import Path
 
@@ -76,3 +77,13 @@ QUICK_HELP = "smoke run: the whole code path on tiny sizes, in seconds; writes i
 def have(module: str) -> bool:
     """Whether an optional peer (``optuna``, ``diffprivlib``, ``opacus``...) is importable here."""
     return importlib.util.find_spec(module) is not None
+
+
+def quick_tasks(tasks, quick: bool, n: int = 1, rows: int = 600, skip: int = 0):
+    """``tasks`` (``(name, X, y)`` triples) unchanged; in a smoke run, ``n`` of them after ``skip``, each cut to its
+    first ``rows`` rows (the bundled and generated sets used here come shuffled)."""
+    if not quick:
+        yield from tasks
+        return
+    for name, X, y in itertools.islice(tasks, skip, skip + n):
+        yield name, X[:rows], y[:rows]

@@ -52,7 +52,7 @@ from sklearn.svm import SVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune  # noqa: E402
-from benchmarks._common import RESULTS, datasets, prepare  # noqa: E402
+from benchmarks._common import QUICK_HELP, RESULTS, datasets, output_dir, prepare, quick_tasks  # noqa: E402
 from privtune.accounting import Accountant, GaussianEvent, SampledWithoutReplacementEvent, SelfComposedEvent  # noqa: E402
 from privtune.linear_model import DPLogisticRegression  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
@@ -67,6 +67,7 @@ STEPS = (0.3, 1.0, 3.0, 10.0)
 FULL_BATCH_T = (1, 3, 10, 30)
 INTERCEPT = 0.5
 R = math.sqrt(1.0 + INTERCEPT**2)
+BISECTIONS = 50  # of the noise multiplier's search (4 in a smoke run: the subsampled RDP takes ~1 s a check)
 SLOPE = {"logistic": 0.5, "smoothed hinge": 1.0}  # bound on |d loss / d margin|
 
 
@@ -85,7 +86,7 @@ def noise_multiplier(n: int, m: int, T: int) -> float:
 
     lo, hi = 0.05, 1e4
     assert fits(hi)
-    for _ in range(50):
+    for _ in range(BISECTIONS):
         mid = math.sqrt(lo * hi)
         lo, hi = (lo, mid) if fits(mid) else (mid, hi)
     return hi
@@ -115,7 +116,12 @@ def dp_sgd(U: np.ndarray, s: np.ndarray, loss: str, m: int, T: int, step: float,
     return total / kept
 
 
-def settings(n: int):
+def settings(n: int, quick: bool = False):
+    """The grid; a smoke run (``quick``) takes one mini-batch and one full-batch setting."""
+    if quick:
+        yield from itertools.islice(settings(n), 24, 25)  # batch n/6, one epoch, step 0.3
+        yield from itertools.islice(settings(n), len(BATCH_FRACTIONS) * len(EPOCHS) * len(STEPS) + 1, None, 16)
+        return
     for frac, epochs, step in itertools.product(BATCH_FRACTIONS, EPOCHS, STEPS):
         m = max(16, int(round(frac * n)))
         yield f"batch {m}, {epochs} epochs, step {step:g}", m, max(1, int(round(epochs * n / m))), step
@@ -123,9 +129,9 @@ def settings(n: int):
         yield f"full batch, T = {T}, step {step:g}", n, T, step
 
 
-def run(seeds: int) -> list[dict]:
+def run(seeds: int, quick: bool = False) -> list[dict]:
     rows = []
-    for name, X, y in datasets(False):
+    for name, X, y in quick_tasks(datasets(False), quick):
         if name not in TASKS:
             continue
         Xtr, Xte, ytr, yte = prepare(X, y)
@@ -144,7 +150,7 @@ def run(seeds: int) -> list[dict]:
             default = float(np.median([cls(epsilon=EPSILON, classes=[0, 1], random_state=s).fit(Xtr, ytr)
                                        .score(Xte, yte) for s in range(seeds)]))
             results = []
-            for label, m, T, step in settings(n):
+            for label, m, T, step in settings(n, quick):
                 accs = [float(np.mean(np.sign(Ute @ dp_sgd(Utr, s_tr, loss, m, T, step, 1000 + k) + 1e-300) == s_te))
                         for k in range(seeds)]
                 results.append({"setting": label, "batch": m, "T": T, "step": step,
@@ -191,9 +197,15 @@ def render(meta: dict, rows: list[dict]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--quick", action="store_true",
+                    help=QUICK_HELP + " (breast cancer cut to 600 rows, two settings, one seed)")
     args = ap.parse_args()
+    if args.quick:
+        global BISECTIONS
+        args.seeds, BISECTIONS = 1, 4
+    OUT = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/
     t0 = time.perf_counter()
-    rows = run(args.seeds)
+    rows = run(args.seeds, args.quick)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "platform": platform.platform(), "seeds": args.seeds,
             "seconds": time.perf_counter() - t0, "privtune": privtune.__version__,
             "command": "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dp_sgd_minibatch.py"

@@ -65,7 +65,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository r
 import privtune.optim._accelerated_plan as plan_module  # noqa: E402
 
 import privtune  # noqa: E402
-from benchmarks._common import RESULTS, datasets, prepare  # noqa: E402
+from benchmarks._common import QUICK_HELP, RESULTS, datasets, output_dir, prepare, quick_tasks  # noqa: E402
 from privtune.linear_model import DPLogisticRegression  # noqa: E402
 from privtune.optim._losses import _FLOAT32_SHRINK  # noqa: E402
 from privtune.optim.accelerated import gaussian_run_multiplier  # noqa: E402
@@ -94,8 +94,8 @@ def step_multiplier(m: float):
         plan_module.step_schedule = original
 
 
-def prepared():
-    for name, X, y in datasets(False):
+def prepared(quick: bool = False):
+    for name, X, y in quick_tasks(datasets(False), quick):
         yield name, *prepare(X, y)
 
 
@@ -113,9 +113,9 @@ def default_horizon(cls, eps, Xtr, ytr) -> int:
 
 
 # -- A. curvature-matched steps ------------------------------------------------------------------------
-def part_a(seeds: int) -> list[dict]:
+def part_a(seeds: int, quick: bool = False) -> list[dict]:
     rows = []
-    for name, Xtr, Xte, ytr, yte in prepared():
+    for name, Xtr, Xte, ytr, yte in prepared(quick):
         n = len(ytr)
         U = np.hstack([Xtr, np.full((n, 1), 0.5)])  # the default intercept_scaling
         lam = float(np.linalg.eigvalsh(U.T @ U / n)[-1])
@@ -162,9 +162,9 @@ def accuracy_of(model, w: np.ndarray, Xte, yte) -> float:
     return float(np.mean(pred == (yte == model.classes_[1])))
 
 
-def part_b(seeds: int) -> list[dict]:
+def part_b(seeds: int, quick: bool = False) -> list[dict]:
     rows = []
-    for name, Xtr, Xte, ytr, yte in prepared():
+    for name, Xtr, Xte, ytr, yte in prepared(quick):
         for label, (cls, _) in LINEAR.items():
             cells: dict[str, list[float]] = {}
             for factor in HORIZON_FACTORS:
@@ -206,9 +206,9 @@ def nystroem_sphere(D: int, d: int, gamma: float, seed: int = 0):
     return transform
 
 
-def part_c(seeds: int) -> list[dict]:
+def part_c(seeds: int, quick: bool = False) -> list[dict]:
     rows = []
-    for name, Xtr, Xte, ytr, yte in prepared():
+    for name, Xtr, Xte, ytr, yte in prepared(quick):
         n, d = Xtr.shape
         D = _auto_components(n)
         phi = nystroem_sphere(D, d, 1.0)
@@ -248,9 +248,9 @@ def unit_rows(A: np.ndarray) -> np.ndarray:
     return A / np.maximum(np.linalg.norm(A, axis=1, keepdims=True), 1e-12)
 
 
-def part_d(seeds: int) -> list[dict]:
+def part_d(seeds: int, quick: bool = False) -> list[dict]:
     rows = []
-    for name, Xtr, Xte, ytr, yte in prepared():
+    for name, Xtr, Xte, ytr, yte in prepared(quick):
         n, d = Xtr.shape
         if d < 10:
             continue
@@ -348,10 +348,14 @@ def render(meta: dict, a: list[dict], b: list[dict], c: list[dict], dd: list[dic
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=7)
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP + " (breast cancer cut to 600 rows, one seed)")
     args = ap.parse_args()
+    if args.quick:
+        args.seeds = 1
+    OUT = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/
     warnings.filterwarnings("ignore")
     t0 = time.perf_counter()
-    a, b, c, dd = part_a(args.seeds), part_b(args.seeds), part_c(args.seeds), part_d(args.seeds)
+    a, b, c, dd = (part(args.seeds, args.quick) for part in (part_a, part_b, part_c, part_d))
     meta = {"run": time.strftime("%Y-%m-%d %H:%M"), "platform": platform.platform(), "privtune": privtune.__version__,
             "seconds": round(time.perf_counter() - t0, 1), "seeds": args.seeds}
     OUT.mkdir(parents=True, exist_ok=True)

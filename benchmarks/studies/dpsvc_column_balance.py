@@ -48,7 +48,7 @@ from sklearn.svm import SVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune  # noqa: E402
-from benchmarks._common import RESULTS, datasets, prepare  # noqa: E402
+from benchmarks._common import QUICK_HELP, RESULTS, datasets, output_dir, prepare, quick_tasks  # noqa: E402
 from benchmarks.studies.dpsvc_taylor import extra_datasets  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
@@ -92,9 +92,9 @@ def tasks(group: str):
         yield from heldout_datasets()
 
 
-def run_group(group: str, seeds: int) -> list[dict]:
+def run_group(group: str, seeds: int, quick: bool = False) -> list[dict]:
     rows = []
-    for name, X, y in tasks(group):
+    for name, X, y in quick_tasks(tasks(group), quick, n=2, skip=3 if group == "dev" else 0):
         Xtr, Xte, ytr, yte = prepare(X, y)
         if DPSVC(classes=[0, 1], random_state=0).fit(Xtr, ytr).features_ != "taylor":
             continue
@@ -120,14 +120,18 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--group", choices=("dev", "heldout", "both"), default="both")
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP)
     args = ap.parse_args()
+    if args.quick:  # two tasks per group, 600 rows each, one seed
+        args.seeds = 1
+    OUT = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/
     warnings.filterwarnings("ignore")
     path = OUT / "dpsvc_column_balance.json"
     groups = ("dev", "heldout") if args.group == "both" else (args.group,)
     done = {}
     for group in groups:
         t0 = time.perf_counter()
-        rows = run_group(group, args.seeds)
+        rows = run_group(group, args.seeds, args.quick)
         done[group] = (rows, {"date": time.strftime("%Y-%m-%d %H:%M"), "platform": platform.platform(),
                               "privtune": privtune.__version__, "seeds": args.seeds,
                               "seconds": round(time.perf_counter() - t0, 1)})

@@ -50,7 +50,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune  # noqa: E402
-from benchmarks._common import RESULTS, datasets  # noqa: E402
+from benchmarks._common import QUICK_HELP, RESULTS, datasets, output_dir, quick_tasks  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
 OUT = RESULTS
@@ -67,12 +67,17 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--features", choices=sorted(SETTINGS), default="auto")
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP)
     args = ap.parse_args()
+    if args.quick:  # breast cancer cut to 600 rows, one seed
+        args.seeds = 1
+    OUT = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/
     pinned, stem = SETTINGS[args.features]
     warnings.filterwarnings("ignore")
     t0 = time.perf_counter()
     rows = []
-    for part, name, X, y in [("unit", *t) for t in datasets(False)] + [("standardised", *t) for t in datasets(False)]:
+    for part, name, X, y in [("unit", *t) for t in quick_tasks(datasets(False), args.quick)] + \
+            [("standardised", *t) for t in quick_tasks(datasets(False), args.quick)]:
         X = StandardScaler().fit_transform(X)
         if part == "unit":
             X = X / np.maximum(1.0, np.linalg.norm(X, axis=1, keepdims=True))

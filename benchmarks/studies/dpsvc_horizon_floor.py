@@ -43,7 +43,7 @@ from privtune.optim._accelerated_plan import gaussian_run_multiplier  # noqa: E4
 from privtune.optim._schedules import auto_horizon  # noqa: E402
 
 import privtune  # noqa: E402
-from benchmarks._common import RESULTS, prepare  # noqa: E402
+from benchmarks._common import QUICK_HELP, RESULTS, output_dir, prepare, quick_tasks  # noqa: E402
 from benchmarks.studies.dpsvc_column_balance import tasks as balance_tasks  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
@@ -79,9 +79,9 @@ def planned_steps(probe: DPSVC, n: int, eps: float, floor: float) -> int:
     return auto_horizon(r, int(probe.max_iter), dim=d, floor=floor)
 
 
-def run_group(group: str, seeds: int) -> list[dict]:
+def run_group(group: str, seeds: int, quick: bool = False) -> list[dict]:
     rows = []
-    for name, X, y in tasks(group):
+    for name, X, y in quick_tasks(tasks(group), quick):
         Xtr, Xte, ytr, yte = prepare(X, y)
         n = len(ytr)
         for gamma in GAMMAS:
@@ -148,10 +148,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--group", choices=("dev", "heldout", "confirm"), required=True)
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP + " (the group's first task, 600 rows, one seed)")
     args = ap.parse_args()
+    if args.quick:
+        args.seeds = 1
+    global OUT
+    OUT = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/ (markdown() reads it)
     warnings.filterwarnings("ignore")
     t0 = time.perf_counter()
-    rows = run_group(args.group, args.seeds)
+    rows = run_group(args.group, args.seeds, args.quick)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "platform": platform.platform(),
             "privtune": privtune.__version__, "seeds": args.seeds, "seconds": round(time.perf_counter() - t0, 1)}
     OUT.mkdir(exist_ok=True)

@@ -50,7 +50,7 @@ from sklearn.svm import SVC, LinearSVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune  # noqa: E402
-from benchmarks._common import RESULTS, datasets, prepare  # noqa: E402
+from benchmarks._common import QUICK_HELP, RESULTS, datasets, output_dir, prepare, quick_tasks  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
 OUT = RESULTS
@@ -90,11 +90,15 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=9)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--features", choices=sorted(SETTINGS), default="auto")
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP)
     args = ap.parse_args()
+    if args.quick:  # breast cancer cut to 600 rows, one seed, one process
+        args.seeds, args.jobs = 1, 1
+    OUT = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/
     pinned, stem = SETTINGS[args.features]
     t0 = time.perf_counter()
     per_task = Parallel(n_jobs=args.jobs)(delayed(run_task)(name, X, y, args.seeds, pinned)
-                                          for name, X, y in datasets(False))
+                                          for name, X, y in quick_tasks(datasets(False), args.quick))
     rows = [r for task in per_task for r in task]
     meta = {"run": time.strftime("%Y-%m-%d %H:%M"), "platform": platform.platform(), "privtune": privtune.__version__,
             "seconds": round(time.perf_counter() - t0, 1), "seeds": args.seeds, "features": args.features,

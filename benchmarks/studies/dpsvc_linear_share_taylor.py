@@ -40,7 +40,7 @@ from joblib import Parallel, delayed  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune  # noqa: E402
-from benchmarks._common import RESULTS, prepare  # noqa: E402
+from benchmarks._common import QUICK_HELP, RESULTS, output_dir, prepare, quick_tasks  # noqa: E402
 from benchmarks.studies.dpsvc_horizon_floor import tasks  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
@@ -119,9 +119,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP)
     args = ap.parse_args()
+    if args.quick:  # one task per group (moons for dev), 600 rows, one seed, one process
+        args.seeds, args.jobs = 1, 1
+    OUT = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/
     t0 = time.perf_counter()
-    jobs = [(group, name, X, y) for group in GROUPS for name, X, y in tasks(group)]
+    jobs = [(group, name, X, y) for group in GROUPS for name, X, y in
+            quick_tasks(tasks(group), args.quick, skip=3 if group == "dev" else 0)]  # --quick: Taylor-map tasks
     per_task = Parallel(n_jobs=args.jobs)(delayed(run_task)(*job, args.seeds) for job in jobs)
     rows = [r for task in per_task for r in task]
     meta = {"run": time.strftime("%Y-%m-%d %H:%M"), "platform": platform.platform(), "privtune": privtune.__version__,

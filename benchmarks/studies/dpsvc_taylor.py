@@ -42,7 +42,7 @@ from sklearn.svm import SVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune  # noqa: E402
-from benchmarks._common import RESULTS, datasets, prepare  # noqa: E402
+from benchmarks._common import QUICK_HELP, RESULTS, datasets, output_dir, prepare  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
 OUT = RESULTS
@@ -73,11 +73,17 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--only", nargs="*", default=None, help="task names to run (merged into the results)")
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP)
     args = ap.parse_args()
+    if args.quick:  # moons cut to 600 rows, one seed
+        args.seeds = 1
+    OUT = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/
     warnings.filterwarnings("ignore")
     t0 = time.perf_counter()
     rows = []
     tasks = [("nine tasks", *t) for t in datasets(False)] + [("extra", *t) for t in extra_datasets()]
+    if args.quick:
+        tasks = [(group, name, X[:600], y[:600]) for group, name, X, y in tasks[3:4]]
     for group, name, X, y in tasks:
         if args.only and name not in args.only:
             continue

@@ -53,7 +53,7 @@ from sklearn.datasets import (  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 import privtune  # noqa: E402
-from benchmarks._common import RESULTS, datasets, prepare  # noqa: E402
+from benchmarks._common import QUICK_HELP, RESULTS, datasets, output_dir, prepare, quick_tasks  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
 OUT = RESULTS
@@ -195,10 +195,15 @@ def main() -> None:
     ap.add_argument("--group", choices=("dev", "heldout"), required=True)
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP + " (the group's first task, 600 rows, one seed)")
     args = ap.parse_args()
+    if args.quick:
+        args.seeds, args.jobs = 1, 1
+    global OUT
+    OUT = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/ (markdown() reads it)
     t0 = time.perf_counter()
     per_task = Parallel(n_jobs=args.jobs)(delayed(run_task)(args.group, name, X, y, args.seeds)
-                                          for name, X, y in tasks(args.group))
+                                          for name, X, y in quick_tasks(tasks(args.group), args.quick))
     rows = [r for task in per_task for r in task]
     meta = {"run": time.strftime("%Y-%m-%d %H:%M"), "platform": platform.platform(), "privtune": privtune.__version__,
             "seeds": args.seeds, "seconds": round(time.perf_counter() - t0, 1)}

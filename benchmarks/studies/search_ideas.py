@@ -68,6 +68,7 @@ OUT = RESULTS
 DELTA = 1e-6
 SHARE = 0.5  # random's selection share of epsilon
 EXPLORE = ((0.2, 3), (0.2, 5), (0.4, 3), (0.4, 5))  # (share f of the selection budget spent exploring, k)
+BISECTIONS = 60  # of the noise multiplier's search (6 in a smoke run: each check is a PLD composition)
 
 
 @cache
@@ -84,7 +85,7 @@ def explore_multiplier(eps_sel: float, f: float) -> float:
 
     lo, hi = 1e-3, 1e6
     assert fits(hi), (eps_sel, f)
-    for _ in range(60):
+    for _ in range(BISECTIONS):
         mid = math.sqrt(lo * hi)
         lo, hi = (lo, mid) if fits(mid) else (mid, hi)
     return hi
@@ -219,8 +220,12 @@ def render(meta: dict, rows: list[dict], lib: list[dict]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=60)
-    ap.add_argument("--quick", action="store_true", help="breast cancer only; writes nothing")
+    ap.add_argument("--quick", action="store_true",
+                    help="breast cancer only, two seeds, a coarse noise search; writes nothing")
     args = ap.parse_args()
+    if args.quick:
+        global BISECTIONS
+        args.seeds, BISECTIONS = 2, 6
     t0 = time.perf_counter()
     rows = run(args.seeds, args.quick)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "platform": platform.platform(), "seeds": args.seeds,
