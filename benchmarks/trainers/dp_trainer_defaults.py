@@ -54,7 +54,7 @@ from privtune.optim._losses import clip_rows  # noqa: E402
 from privtune.svm import DPSVC, DPLinearSVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
-from benchmarks._common import RESULTS, datasets, output_dir, prepare  # noqa: E402
+from benchmarks._common import QUICK_HELP, RESULTS, datasets, output_dir, prepare  # noqa: E402
 
 OUT = RESULTS
 EPS = (0.1, 0.3, 1.0, 3.0, 10.0)
@@ -84,8 +84,10 @@ def median_acc(make, Xtr, ytr, Xte, yte, seeds):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=9)
-    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP + " (two tasks, two seeds)")
     args = ap.parse_args()
+    if args.quick:
+        args.seeds = 2
     OUT = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/
     warnings.filterwarnings("ignore")
     t0 = time.perf_counter()
