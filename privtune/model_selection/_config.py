@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ from privtune.model_selection._inputs import (
     series_kind,
     split_fit_params,
 )
+from privtune.model_selection._plan import SearchSettings
 from privtune.model_selection._scoring import BoundedScorer, make_bounded_scorer
 from privtune.model_selection._seeding import explicit_random_states
 from privtune.model_selection._training import (
@@ -72,7 +74,8 @@ class _SearchConfigMixin:
         return "random"
 
     # -- validation --------------------------------------------------------------------
-    def _validate_params(self) -> dict[str, Any]:  # noqa: C901 - one flat list of checks
+    def _validate_params(self) -> SearchSettings:  # noqa: C901 - one flat list of checks
+        """The parameters checked, in one flat list, before any input is seen (:class:`SearchSettings`)."""
         owner = "PrivateSearchCV"
         from privtune.bo import METHODS
 
@@ -80,7 +83,7 @@ class _SearchConfigMixin:
             raise InvalidParameterError(
                 f"The 'method' parameter of {owner} must be 'auto' or one of {sorted(METHODS)}. Got {self.method!r} "
                 "instead.")
-        cfg: dict[str, Any] = {
+        checked: dict[str, Any] = {  # the keyword arguments of SearchSettings, in the order of the checks
             "epsilon": check_epsilon(self.epsilon, owner=owner),
             "delta": check_delta(self.delta, owner=owner),
             "n_iter": check_integer(self.n_iter, "n_iter", low=1, owner=owner),
@@ -93,8 +96,8 @@ class _SearchConfigMixin:
             raise InvalidParameterError(
                 f"The 'sensitive' parameter of {owner} must be one of {list(_SENSITIVE)}. Got {self.sensitive!r}.")
         if self.cv is not None:
-            cfg["cv"] = check_integer(self.cv, "cv", low=2, owner=owner)
-            cfg["cv_validation_share"] = check_real(self.cv_validation_share, "cv_validation_share", low=0.0,
+            checked["cv"] = check_integer(self.cv, "cv", low=2, owner=owner)
+            checked["cv_validation_share"] = check_real(self.cv_validation_share, "cv_validation_share", low=0.0,
                                                     high=1.0, owner=owner)
             if self.sensitive != "both":
                 raise InvalidParameterError(
@@ -108,7 +111,7 @@ class _SearchConfigMixin:
                 "it needs public training rows: sensitive='validation' and no cv. Got "
                 f"sensitive={self.sensitive!r}, cv={self.cv!r}; use method='random' here.")
         if training_sensitive:
-            cfg["tags"] = check_training_estimator(self.estimator, owner=owner)
+            checked["tags"] = check_training_estimator(self.estimator, owner=owner)
             if self._resolved_method() == "lipschitz":
                 raise InvalidParameterError(
                     "method='lipschitz' (Kusner et al. Alg. 3) assumes public training data (its sensitivity fixes "
@@ -162,32 +165,32 @@ class _SearchConfigMixin:
                 f"The 'estimator' parameter of {owner} must be a scikit-learn estimator (with fit and get_params); "
                 f"got {type(self.estimator).__name__}.")
         own = self.estimator.get_params(deep=True)
-        cfg["space"], space_grid = _as_space(self.search_space, own)
-        unknown = set(cfg["space"].names) - set(own)
+        checked["space"], space_grid = _as_space(self.search_space, own)
+        unknown = set(checked["space"].names) - set(own)
         if unknown:
             raise InvalidParameterError(
                 f"The search space names hyperparameters that {type(self.estimator).__name__} does not have: "
                 + "; ".join(_unknown_name(name, own) for name in sorted(unknown)) + ".")
         grid = list(space_grid or ()) + list(self.candidate_grid or ())
-        cfg["grid"] = grid or None
+        checked["grid"] = grid or None
         if space_grid is not None:  # a list of dicts (GridSearchCV's param_grid): exactly its points
-            cfg["n_candidates"] = 0
-        if cfg["n_candidates"] == 0 and not grid:
+            checked["n_candidates"] = 0
+        if checked["n_candidates"] == 0 and not grid:
             raise InvalidParameterError(
                 f"The 'n_candidates' parameter of {owner} may be 0 only with a candidate_grid (the candidate set is "
                 "then exactly the grid). Got n_candidates=0 and no grid.")
-        cfg["scorer"] = make_bounded_scorer(self.scoring, score_bounds=self.score_bounds,
+        checked["scorer"] = make_bounded_scorer(self.scoring, score_bounds=self.score_bounds,
                                             score_sensitivity=self.score_sensitivity,
                                             min_class_size=self.min_class_size)
-        cfg["method"] = self._resolved_method()
-        cfg["stopping"] = (cfg["method"] == "random"
+        checked["method"] = self._resolved_method()
+        checked["stopping"] = (checked["method"] == "random"
                            and dict(self.method_params or {}).get("selection") == "random-stopping")
         if training_sensitive:
             # The estimator's own accountant is charged the whole training plan too (the fits charge tickets)
-            cfg["own_accountant"] = estimator_accountant(self.estimator, cfg["space"].names, owner=owner)
+            checked["own_accountant"] = estimator_accountant(self.estimator, checked["space"].names, owner=owner)
             one_fit, one_budget = per_fit_event(self.estimator)
-            cfg["one_fit"], cfg["one_fit_budget"] = one_fit, one_budget
-            seeded_fits = explicit_random_states(self.estimator, cfg["space"].names)
+            checked["one_fit"], checked["one_fit_budget"] = one_fit, one_budget
+            seeded_fits = explicit_random_states(self.estimator, checked["space"].names)
             if self.random_state is None and seeded_fits:
                 raise InvalidParameterError(
                     f"{type(self.estimator).__name__}'s {', '.join(seeded_fits)} seeds the noise of its fits on the "
@@ -195,7 +198,7 @@ class _SearchConfigMixin:
                     "release): anyone holding that seed could remove the fits' noise, under a release labelled "
                     "'secure'. Leave the estimator's random_state=None (each fit then draws secure noise), or seed "
                     "the search too (a reproducible run, labelled not for release). Nothing was read or spent.")
-            if cfg["stopping"]:
+            if checked["stopping"]:
                 if not (one_budget.delta == 0 or has_rdp_curve(one_fit)) or one_fit.is_conditional():
                     raise InvalidParameterError(
                         "Random stopping (Papernot & Steinke) bounds runs whose training event is pure epsilon-DP or "
@@ -209,16 +212,17 @@ class _SearchConfigMixin:
         else:
             # Public training rows: the fits read no sensitive row, so the estimator's accountants are charged
             # nothing; every fit, in this process or a worker, runs on a clone without them (see _training).
-            cfg["public_fit_accountants"] = public_fit_accountants(self.estimator, cfg["space"].names, owner=owner)
-            if cfg["public_fit_accountants"]:
-                names = ", ".join(sorted(cfg["public_fit_accountants"]))
+            checked["public_fit_accountants"] = public_fit_accountants(self.estimator, checked["space"].names,
+                                                                       owner=owner)
+            if checked["public_fit_accountants"]:
+                names = ", ".join(sorted(checked["public_fit_accountants"]))
                 warnings.warn(
                     f"{owner}: {type(self.estimator).__name__}'s {names} is not charged: sensitive='validation' "
                     "declares the training rows public, so the fits on them spend no privacy budget (each runs "
                     "without it; best_estimator_ carries it again). If the training rows are sensitive, pass "
                     "sensitive='both': every fit is then paid for up front and charged to it too.",
                     PrivtuneWarning, stacklevel=3)
-        return cfg
+        return SearchSettings(**checked)
 
     def privacy_plan(self, n_validation: int, n_classes: int | None = None) -> dict[str, Any]:
         """What this configuration will spend, and its noise in score units -- without any data.
@@ -260,28 +264,28 @@ class _SearchConfigMixin:
         """
         from privtune.accounting import compose_events
 
-        cfg = self._validate_params()
+        settings = self._validate_params()
         m = check_integer(n_validation, "n_validation", low=2, owner="PrivateSearchCV.privacy_plan")
-        scorer = cfg["scorer"]
+        scorer = settings.scorer
         source = check_random_state(self.random_state if isinstance(self.random_state, (int, np.integer)) else 0)
         seeds = [int(g.integers(2**63)) for g in (source.numpy_generator(), source.numpy_generator())]
-        candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=cfg["grid"],
+        candidates = candidate_set(settings.space, settings.n_candidates, grid=settings.grid,
                                    random_state=np.random.default_rng(seeds[1]))
-        self._check_random_coverage(cfg, len(cfg["grid"] or ()), len(candidates))
-        k = cfg.get("cv")
-        n_cls = self._n_classes(cfg) if n_classes is None else max(2, check_integer(
+        self._check_random_coverage(settings, len(settings.grid or ()), len(candidates))
+        k = settings.cv
+        n_cls = self._n_classes(settings) if n_classes is None else max(2, check_integer(
             n_classes, "n_classes", low=1, owner="PrivateSearchCV.privacy_plan"))
         sensitivity = scorer.sensitivity(m, n_cls) / (k or 1)
-        budget, train_budget = self._role_budgets(cfg)
-        method = self._make_method(cfg, scorer, m, sensitivity, budget)
-        self._check_epsilon_domain(cfg, scorer, m, sensitivity, candidates)
+        budget, train_budget = self._role_budgets(settings)
+        method = self._make_method(settings, scorer, m, sensitivity, budget)
+        self._check_epsilon_domain(settings, scorer, m, sensitivity, candidates)
         plan = method.plan(candidates)
         phases: dict[str, list[Any]] = {}
         for ev, ph in plan:
             phases.setdefault(ph, []).append(ev)
         total = compose_events([ev for ev, _ in plan], delta=budget.delta)
         Accountant(budget).check(ComposedEvent(events=tuple(ev for ev, _ in plan)))
-        _, train_plan, _ = self._training_role(cfg, method, candidates, train_budget, k or 1)
+        _, train_plan, _ = self._training_role(settings, method, candidates, train_budget, k or 1)
         train_phases = {ph: compose_events([ev], delta=train_budget.delta) for ev, ph in train_plan}
         train_total = (compose_events([ev for ev, _ in train_plan], delta=train_budget.delta) if train_plan
                        else None)
@@ -299,22 +303,22 @@ class _SearchConfigMixin:
                 "noise": method.noise_scales(candidates), "n_candidates": len(candidates),
                 "warnings": utility_warnings(method.noise_scales(candidates), scorer.bounds),
                 "n_candidates_exact": bool(isinstance(self.random_state, (int, np.integer)) or not any(
-                    isinstance(d, (Integer, Categorical)) for d in cfg["space"].dimensions))}
+                    isinstance(d, (Integer, Categorical)) for d in settings.space.dimensions))}
 
-    def _method_label(self, cfg: dict[str, Any]) -> str:
+    def _method_label(self, settings: SearchSettings) -> str:
         """``method='<asked>'``, with what ``"auto"`` resolved to (for messages; public)."""
         if self.method == "auto":
-            return f"method='auto' (resolved to {cfg['method']!r})"
-        return f"method={cfg['method']!r}"
+            return f"method='auto' (resolved to {settings.method!r})"
+        return f"method={settings.method!r}"
 
-    def _release_refusal(self, cfg: dict[str, Any], scorer: BoundedScorer, m: int, sensitivity: float,
+    def _release_refusal(self, settings: SearchSettings, scorer: BoundedScorer, m: int, sensitivity: float,
                          candidates: Any, epsilon: float) -> Exception | None:
         """Why the validation role's releases cannot run at ``epsilon`` (None when they can); public, spends nothing.
 
         Builds the method at that epsilon, checks its whole plan against the role's budget (the accountant's own
         arithmetic included) and builds every release mechanism (:meth:`~privtune.bo.ReleaseMethod.check_release`).
         """
-        trial = dict(cfg, epsilon=float(epsilon))
+        trial = replace(settings, epsilon=float(epsilon))
         try:
             budget = self._role_budgets(trial)[0]
             method = self._make_method(trial, scorer, m, sensitivity, budget)
@@ -324,7 +328,7 @@ class _SearchConfigMixin:
             return exc
         return None
 
-    def _check_epsilon_domain(self, cfg: dict[str, Any], scorer: BoundedScorer, m: int, sensitivity: float,
+    def _check_epsilon_domain(self, settings: SearchSettings, scorer: BoundedScorer, m: int, sensitivity: float,
                               candidates: Any) -> None:
         """Refuse an ``epsilon`` the method cannot release at, naming the range this configuration accepts.
 
@@ -347,13 +351,13 @@ class _SearchConfigMixin:
             power of ten from 1e-300 to 1e300 is accepted (then epsilon is not
             the cause).
         """
-        eps = cfg["epsilon"]
-        exc = self._release_refusal(cfg, scorer, m, sensitivity, candidates, eps)
+        eps = settings.epsilon
+        exc = self._release_refusal(settings, scorer, m, sensitivity, candidates, eps)
         if exc is None:
             return
 
         def refused(e: float) -> bool:
-            return self._release_refusal(cfg, scorer, m, sensitivity, candidates, e) is not None
+            return self._release_refusal(settings, scorer, m, sensitivity, candidates, e) is not None
 
         # an accepted epsilon to bisect from: 1, else the nearest power of ten (by its exponent) that is accepted
         anchors = [10.0 ** k for j in range(0, 301, 4) for k in ((j, -j) if j else (0,))]
@@ -362,7 +366,7 @@ class _SearchConfigMixin:
             if isinstance(exc, ArithmeticError):  # never a bare arithmetic error
                 raise InvalidParameterError(
                     f"The 'epsilon' parameter of PrivateSearchCV ({eps!r}) cannot be accounted for with "
-                    f"{self._method_label(cfg)}: the privacy accountant's arithmetic overflows. Nothing was read "
+                    f"{self._method_label(settings)}: the privacy accountant's arithmetic overflows. Nothing was read "
                     "or spent.") from None
             raise exc
 
@@ -386,39 +390,39 @@ class _SearchConfigMixin:
         reason = ("the privacy accountant's arithmetic overflows at this epsilon" if isinstance(exc, ArithmeticError)
                   else str(exc))
         raise InvalidParameterError(
-            f"{self._method_label(cfg)} accepts epsilon in [{lo:.3g}, {hi:.3g}] with this configuration; the 'epsilon' "
-            f"parameter of PrivateSearchCV is {eps!r}. ({reason}) Set epsilon inside that range; nothing was read or "
-            "spent.") from None
+            f"{self._method_label(settings)} accepts epsilon in [{lo:.3g}, {hi:.3g}] with this configuration; the "
+            f"'epsilon' parameter of PrivateSearchCV is {eps!r}. ({reason}) Set epsilon inside that range; nothing "
+            "was read or spent.") from None
 
-    def _check_random_coverage(self, cfg: dict[str, Any], n_grid: int, n_built: int | None = None) -> None:
+    def _check_random_coverage(self, settings: SearchSettings, n_grid: int, n_built: int | None = None) -> None:
         """``method="random"`` scores n_iter *distinct* candidates: refuse a plan the candidate set cannot hold.
 
         Checked from public quantities before anything is spent (``n_built``: the
         size of the de-duplicated candidate set once built).
         """
-        if cfg["method"] not in ("random", "prescreen") or cfg.get("stopping"):
+        if settings.method not in ("random", "prescreen") or settings.stopping:
             return
-        bound = min(cfg["n_candidates"] + n_grid, _max_distinct_candidates(cfg["space"]))
+        bound = min(settings.n_candidates + n_grid, _max_distinct_candidates(settings.space))
         if n_built is not None:
             bound = min(bound, n_built)
-        if cfg["n_iter"] > bound:
+        if settings.n_iter > bound:
             raise InvalidParameterError(
-                f"{self._method_label(cfg)} scores n_iter={cfg['n_iter']} distinct candidates, but the candidate "
-                "set holds "
-                f"at most {int(bound)} (n_candidates={cfg['n_candidates']}"
+                f"{self._method_label(settings)} scores n_iter={settings.n_iter} distinct candidates, but the "
+                "candidate set holds "
+                f"at most {int(bound)} (n_candidates={settings.n_candidates}"
                 + (f" and a candidate_grid of {n_grid}" if n_grid else "")
                 + f", de-duplicated over the search space). Lower n_iter to at most {int(bound)}, or enlarge "
                 + ("n_candidates, the candidate_grid or the search space." if n_grid else
                    "n_candidates / the search space."))
 
-    def _role_budgets(self, cfg: dict[str, Any]) -> tuple[Budget, Budget]:
+    def _role_budgets(self, settings: SearchSettings) -> tuple[Budget, Budget]:
         """(validation budget, training budget): both the whole budget, or split with ``cv`` (the roles overlap)."""
-        if cfg.get("cv") is None:
-            budget = Budget(cfg["epsilon"], cfg["delta"])
+        if settings.cv is None:
+            budget = Budget(settings.epsilon, settings.delta)
             return budget, budget
-        share = cfg["cv_validation_share"]
-        return (Budget(cfg["epsilon"] * share, cfg["delta"] * share),
-                Budget(cfg["epsilon"] * (1 - share), cfg["delta"] * (1 - share)))
+        share = settings.cv_validation_share
+        return (Budget(settings.epsilon * share, settings.delta * share),
+                Budget(settings.epsilon * (1 - share), settings.delta * (1 - share)))
 
     def _validate_data(self, X: Any, y: Any, X_val: Any, y_val: Any) -> tuple[Any, Any, Any, Any]:
         """Check the inputs' public schema (no split yet), with messages that never quote a value.
@@ -450,7 +454,7 @@ class _SearchConfigMixin:
         check_same_structure(X, X_val)
         return X, y, X_val, y_val
 
-    def _fit_params(self, cfg: dict[str, Any], params: Mapping[str, Any], n: int, *,
+    def _fit_params(self, settings: SearchSettings, params: Mapping[str, Any], n: int, *,
                     split: bool) -> tuple[FitParams, Any]:
         """The estimator's fit parameters and ``groups``, as scikit-learn's searches take them; public checks only.
 
@@ -494,7 +498,7 @@ class _SearchConfigMixin:
         fit_params = split_fit_params(params, n, "X")
         if groups is None:
             return fit_params, None
-        if cfg.get("cv") is not None:
+        if settings.cv is not None:
             raise InvalidParameterError(
                 f"{owner}: groups= cannot be used with cv: privtune's cv folds are made by a shuffled KFold that "
                 "never looks at values, with sizes fixed by n and cv (the score's sensitivity rests on them); folds "
@@ -506,12 +510,12 @@ class _SearchConfigMixin:
                 "holds floor(validation_size * n) validation rows; a split by group would take its size from the "
                 "groups of sensitive rows. Split X by group yourself (e.g. sklearn's GroupShuffleSplit) and pass "
                 "the validation rows as X_val, y_val. Nothing was read or spent.")
-        if cfg["method"] != "prescreen":
+        if settings.method != "prescreen":
             raise InvalidParameterError(
                 f"{owner}: groups= applies to method='prescreen''s screening folds only (cross-validation on the "
-                f"public training rows); {self._method_label(cfg)} fits each candidate on all the training rows and "
-                "scores it on X_val, so no split would use them. Drop groups, or use method='prescreen'. Nothing "
-                "was read or spent.")
+                f"public training rows); {self._method_label(settings)} fits each candidate on all the training "
+                "rows and scores it on X_val, so no split would use them. Drop groups, or use method='prescreen'. "
+                "Nothing was read or spent.")
         if not _array_like(groups) or n_rows(groups) != n:
             got = f"{n_rows(groups)} entries" if _array_like(groups) else f"a {type(groups).__name__}"
             raise InvalidParameterError(
@@ -519,7 +523,7 @@ class _SearchConfigMixin:
                 "read or spent.")
         return fit_params, groups
 
-    def _n_classes(self, cfg: dict[str, Any], y_tr: Any = None) -> int:
+    def _n_classes(self, settings: SearchSettings, y_tr: Any = None) -> int:
         """K in balanced accuracy's sensitivity 2 / (K M), from public information only.
 
         The estimator's declared label set (never read off the rows) when it
@@ -530,7 +534,7 @@ class _SearchConfigMixin:
         split, validation rows included, so they are not used: one validation
         row with a new label would otherwise lower the declared sensitivity.
         """
-        tags = cfg.get("tags")
+        tags = settings.tags
         if tags is not None and tags.classes_param is not None:
             declared = self.estimator.get_params(deep=True).get(tags.classes_param)  # a pipeline step's too
             return max(2, len(declared))
@@ -570,17 +574,17 @@ class _SearchConfigMixin:
                  _own_types(rows(y, val), True))
         return (*parts, tr) if positions else parts
 
-    def _make_method(self, cfg: dict[str, Any], scorer: BoundedScorer, m: int, sensitivity: float,
+    def _make_method(self, settings: SearchSettings, scorer: BoundedScorer, m: int, sensitivity: float,
                      budget: Budget) -> Any:
         from privtune.bo import make_method
 
-        params: dict[str, Any] = {"epsilon": budget.epsilon, "n_iter": cfg["n_iter"]}
-        if cfg["method"] != "lipschitz":
+        params: dict[str, Any] = {"epsilon": budget.epsilon, "n_iter": settings.n_iter}
+        if settings.method != "lipschitz":
             params["delta"] = budget.delta
             params["score_bounds"] = scorer.bounds
-        if cfg["method"] in _METHOD_PARAMS_WITH_SENSITIVITY:
+        if settings.method in _METHOD_PARAMS_WITH_SENSITIVITY:
             params["score_sensitivity"] = sensitivity
-        if cfg["method"] == "lipschitz":
+        if settings.method == "lipschitz":
             params["n_validation"] = m
         # the privacy parameters are derived from the search's own settings; method_params must not replace them
         clash = sorted(set(self.method_params or {}) & (set(params) | {"score_sensitivity", "n_validation",
@@ -591,27 +595,27 @@ class _SearchConfigMixin:
                 "(epsilon, delta, n_iter, scoring and score_bounds, score_sensitivity, the validation size), which "
                 "the report and the ledger state. Set those parameters of PrivateSearchCV instead.")
         params.update(dict(self.method_params or {}))
-        if cfg.get("stopping") and "one_fit" in cfg and cfg.get("cv") is not None:
+        if settings.stopping and settings.one_fit is not None and settings.cv is not None:
             # With cv a run fits one model per fold, and a row sits in the training part of all folds but its own:
             # the run's event is cv fits (conservative by one), composed with its score, and charged to both roles
             # (they overlap). With one split the roles are disjoint and accounted apart (_training_role).
-            k = int(cfg["cv"])
-            params["run_event"] = SelfComposedEvent(event=cfg["one_fit"], count=k, relation=cfg["one_fit"].relation,
+            k = int(settings.cv)
+            params["run_event"] = SelfComposedEvent(event=settings.one_fit, count=k, relation=settings.one_fit.relation,
                                                     label=f"the {k} fits of one run (one per fold)")
             if self.refit:  # the same event is the training role's; leave it room for the refit
-                params["epsilon"] = budget.epsilon - cfg["one_fit_budget"].epsilon
+                params["epsilon"] = budget.epsilon - settings.one_fit_budget.epsilon
                 if params["epsilon"] <= 0:
                     raise InvalidParameterError(
                         f"epsilon={budget.epsilon!r} cannot pay for the refit (epsilon "
-                        f"{cfg['one_fit_budget'].epsilon!r}) and the randomly stopped runs: raise epsilon, lower the "
+                        f"{settings.one_fit_budget.epsilon!r}) and the randomly stopped runs: raise epsilon, lower the "
                         "estimator's epsilon, or set refit=False.")
         try:
-            method = make_method(cfg["method"], **params)
+            method = make_method(settings.method, **params)
         except TypeError as exc:
-            raise InvalidParameterError(f"Invalid 'method_params' for method={cfg['method']!r}"
+            raise InvalidParameterError(f"Invalid 'method_params' for method={settings.method!r}"
                                         + (" (method='auto')" if self.method == "auto" else "")
                                         + f": {exc}") from None
-        if cfg["method"] == "lipschitz":  # Alg. 3's sensitivity assumes per-row losses in [-loss_bound, 0]
+        if settings.method == "lipschitz":  # Alg. 3's sensitivity assumes per-row losses in [-loss_bound, 0]
             lo, hi = scorer.bounds
             g = float(method.loss_bound)  # validated by the method (any real number type)
             if lo < -g or hi > 0.0:
@@ -628,14 +632,14 @@ class _SearchConfigMixin:
                     "a mean of bounded per-row losses.")
         return method
 
-    def _public_config(self, cfg: dict[str, Any], m: int, train_shape: tuple[int, ...]) -> dict[str, Any]:
+    def _public_config(self, settings: SearchSettings, m: int, train_shape: tuple[int, ...]) -> dict[str, Any]:
         """What a study stores and compares on resume: public quantities only (no data, no hash of it)."""
         seed = self.random_state if isinstance(self.random_state, (int, np.integer)) else None
-        return {"estimator": repr(self.estimator), "search_space": {n: repr(d) for n, d in cfg["space"].items()},
+        return {"estimator": repr(self.estimator), "search_space": {n: repr(d) for n, d in settings.space.items()},
                 "method": self.method, "method_params": repr(sorted((self.method_params or {}).items())),
-                "epsilon": cfg["epsilon"], "delta": cfg["delta"], "n_iter": cfg["n_iter"],
-                "n_candidates": cfg["n_candidates"], "scoring": cfg["scorer"].name,
-                "score_bounds": list(cfg["scorer"].bounds),
+                "epsilon": settings.epsilon, "delta": settings.delta, "n_iter": settings.n_iter,
+                "n_candidates": settings.n_candidates, "scoring": settings.scorer.name,
+                "score_bounds": list(settings.scorer.bounds),
                 "score_sensitivity": self.score_sensitivity_, "n_validation": m,
                 "n_train": int(train_shape[0]), "n_features": int(train_shape[1]) if len(train_shape) > 1 else 1,
                 "sensitive": self.sensitive, "seed": None if seed is None else int(seed)}

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from privtune.accounting import Accountant, Budget
-from privtune.model_selection._scoring import BoundedScorer
+from privtune.model_selection._plan import SearchPlan
 
 
 class _SearchResultsMixin:
@@ -86,7 +86,9 @@ class _SearchResultsMixin:
             overall = Budget(max(val.epsilon, train.epsilon), max(val.delta, train.delta))
         return {"validation": val, "training": train, "overall": overall}
 
-    def _report(self, cfg: dict[str, Any], release: Any, scorer: BoundedScorer, m: int, n_train: int) -> dict[str, Any]:
+    def _report(self, plan: SearchPlan, release: Any, n_train: int) -> dict[str, Any]:
+        """The summary (``summary_``): the configuration as planned, the release, what each role spent."""
+        settings, scorer = plan.settings, plan.scorer
         by_phase = {p: b.to_dict() for p, b in self.accountant_.spent_by_phase().items()}
         if self.training_accountant_ is not None:
             by_phase.update({f"training:{p or 'fits'}": b.to_dict()
@@ -95,11 +97,12 @@ class _SearchResultsMixin:
         return {
             "configuration": {
                 "estimator": type(self.estimator).__name__, "estimator_params": est_params,
-                "method": cfg["method"], "epsilon": cfg["epsilon"], "delta": cfg["delta"], "n_iter": cfg["n_iter"],
+                "method": settings.method, "epsilon": settings.epsilon, "delta": settings.delta,
+                "n_iter": settings.n_iter,
                 "n_candidates": len(self.candidates_), "scoring": scorer.name, "score_bounds": list(scorer.bounds),
                 "score_sensitivity": self.score_sensitivity_,
                 "sensitive": self.sensitive, "relation": "replace_one",
-                "n_validation": m, "n_train": n_train,
+                "n_validation": plan.n_validation, "n_train": n_train,
                 "search_space": {n: repr(d) for n, d in self.candidates_.space.items()},
             },
             "release": release.to_dict(),

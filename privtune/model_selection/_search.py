@@ -15,6 +15,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,6 @@ from privtune.model_selection._config import _SearchConfigMixin
 from privtune.model_selection._inputs import (
     PREFLIGHT_ROWS,
     RESPONSE_METHOD,
-    FitParams,
     _params_key,
     all_failed_message,
     check_estimator_type,
@@ -50,6 +50,7 @@ from privtune.model_selection._inputs import (
     subset,
 )
 from privtune.model_selection._parallel import make_mapper
+from privtune.model_selection._plan import SearchData, SearchPlan, SearchRun, SearchSettings, TrainingRole
 from privtune.model_selection._prescreen import screen_on_public_rows
 from privtune.model_selection._progress import _Progress
 from privtune.model_selection._results import _SearchResultsMixin
@@ -96,6 +97,31 @@ class _EveryScreeningFitFailed(Exception):
     def __init__(self, failures: list[tuple[Mapping[str, Any], str, Any]], n_tried: int) -> None:
         super().__init__(f"every one of the {n_tried} screened candidates failed")
         self.failures, self.n_tried = failures, n_tried
+
+
+@dataclass(frozen=True)
+class _Evaluation:
+    """How one search evaluates its candidates (internal; built by ``_evaluation``, nothing run yet).
+
+    ``objective`` fits a candidate on the training rows and scores it on the
+    validation rows; ``callback`` receives each record (``deliver`` shows and
+    passes it on; ``deferred`` holds them back along a raw-score path);
+    ``mapper`` maps a batch over workers (None: in this process); ``quiet``
+    silences the run's warnings; ``progress`` is the local display;
+    ``seeder``, ``runs`` and ``fitted`` are what the refit reads afterwards
+    (each fit's seeds, random stopping's kept run, the fitted candidates).
+    """
+
+    objective: Callable[[Mapping[str, Any]], float]
+    callback: Callable[[Any], bool]
+    deliver: Callable[[Any], bool]
+    deferred: list[Any] | None
+    mapper: Callable[..., list[Any]] | None
+    quiet: bool
+    progress: _Progress
+    seeder: FitSeeder
+    runs: _RunKeeper | None
+    fitted: dict[str, Any]
 
 
 #: Methods whose evaluation trajectory (hence amount of work) depends on raw scores.
@@ -182,8 +208,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         ``screen_cv``, ``keep``; see :class:`~privtune.bo.PrescreenedRandomSearch`);
         its screening makes at most ``screen_budget`` fits on the public
         training rows, by default ``max(128, 12 * n_iter)``. Its plan and time
-        are logged at INFO, and ``verbose=1`` shows its progress. ``"auto"`` (the default) is ``"prescreen"`` when the
-        training rows are public and apart from the validation rows
+        are logged at INFO, and ``verbose=1`` shows its progress. ``"auto"``
+        (the default) is ``"prescreen"`` when the training rows are public and
+        apart from the validation rows
         (``sensitive="validation"``, no ``cv``, no ``selection`` in
         ``method_params``) and ``"random"`` otherwise: both have an
         unconditional guarantee, and they had the lowest median and
@@ -621,23 +648,64 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         # The report's time stamp: when fit started, before any row is read (a finishing time would tell how long
         # the work on sensitive rows took).
         self._started_utc = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        cfg = self._validate_params()
+        settings = self._validate_params()  # the parameters alone
+        plan, data = self._plan(settings, X, y, X_val, y_val, fit_params)  # + the inputs' public structure
+        study = self._open_study(plan, data)  # everything that can refuse the configuration ran before it
+        try:
+            plan, data = self._candidates(plan, data, study)  # seeds, the split or folds, the candidate set
+            run = self._open_run(plan, study)  # the validation accountant: its plan checked before any fit
+            plan = self._screen(plan, data)  # public training rows: fitted there first, for free
+            return self._fit_search(plan, data, run)  # pay -> evaluate -> release -> refit
+        finally:
+            if study is not None:
+                study.close()
+
+    def _plan(self, settings: SearchSettings, X: Any, y: Any, X_val: Any, y_val: Any,
+              fit_params: Mapping[str, Any]) -> tuple[SearchPlan, SearchData]:
+        """The search's plan from the settings and the inputs' public structure; the parts of the data, unsplit.
+
+        Everything here can refuse the configuration, before the study row is created and before any value is
+        read (the inputs' structure and sizes only); it sets ``score_sensitivity_``.
+        """
         # With public training rows the estimator's accountants are charged nothing: every fit (screening,
         # candidates, refit; here or in a worker) is of a clone without them, and best_estimator_ gets them back.
-        cfg["fit_estimator"] = without_accountants(self.estimator, cfg.get("public_fit_accountants", {}))
+        fit_estimator = without_accountants(self.estimator, settings.public_fit_accountants)
         source = check_random_state(self.random_state, owner="PrivateSearchCV")
         # Whether workers may be processes is judged from the containers *as passed* (public structure): a list's
         # element type, or the types each part of a validation_size split gets, are read from the entries.
-        cfg["ships"] = all(_ships_by_dtype(a) for a in (X, y, X_val, y_val))
+        ships = all(_ships_by_dtype(a) for a in (X, y, X_val, y_val))
         X_tr, y_tr, X_v, y_v = self._validate_data(X, y, X_val, y_val)
-        k = cfg.get("cv")
-        fit_params, groups = self._fit_params(cfg, fit_params, n_rows(X_tr), split=X_v is None and k is None)
-        scorer: BoundedScorer = cfg["scorer"]
+        params, groups = self._fit_params(settings, fit_params, n_rows(X_tr),
+                                          split=X_v is None and settings.cv is None)
+        data = SearchData(X_tr, y_tr, X_v, y_v, params, groups)
+        scorer: BoundedScorer = settings.scorer
         # K from the training labels only when they are public *and* apart from the validation rows: before a
         # validation_size split, y still holds the validation labels (K must not depend on them).
-        n_classes = self._n_classes(cfg, y_tr if X_v is not None else None)
+        n_classes = self._n_classes(settings, y_tr if X_v is not None else None)
         if scorer.aggregate == "balanced":  # the score averages over at least the K its sensitivity assumes
             scorer = scorer.with_n_classes(n_classes)
+        m, n_train, sensitivity = self._sizes(settings, scorer, n_classes, data)
+        self.score_sensitivity_ = sensitivity
+        budget, train_budget = self._role_budgets(settings)  # with cv the roles overlap: split, compose at the end
+        # Everything that can refuse the configuration runs before a study row is created (and before any data).
+        check_estimator_type(self.estimator, scorer)  # a regressor under accuracy: public, refused now
+        probe = None
+        if self.sensitive != "validation":  # no fit can be tried on sensitive rows: what their structure shows
+            check_sensitive_structure(self.estimator, X, y)  # the containers as passed (a list: its entries decide)
+            # A pipeline's steps are run on one public probe row before the charge and in every fit: built once from
+            # the container as passed, never from a part of a split (each part's types are read off its own rows)
+            probe = public_probe(X) if is_pipeline(self.estimator) else None
+        method = self._make_method(settings, scorer, m, sensitivity, budget)
+        self._check_random_coverage(settings, len(settings.grid or ()))
+        return SearchPlan(settings=settings, source=source, fit_estimator=fit_estimator, ships=ships, scorer=scorer,
+                          n_classes=n_classes, n_validation=m, n_train=n_train, sensitivity=sensitivity,
+                          budget=budget, train_budget=train_budget, method=method, training_probe=probe), data
+
+    def _sizes(self, settings: SearchSettings, scorer: BoundedScorer, n_classes: int,
+               data: SearchData) -> tuple[int, int, float]:
+        """(m, the training rows, one score's sensitivity), from the public sizes: a split's, the folds' or the
+        validation set's."""
+        X_tr, X_v, k = data.X_tr, data.X_v, settings.cv
         if k is not None:
             if X_v is not None:
                 raise InvalidParameterError("Pass either cv or X_val/y_val to PrivateSearchCV.fit, not both.")
@@ -646,110 +714,131 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                 raise InvalidParameterError(f"cv={k} needs at least {2 * k} samples (2 per fold); got {n}.")
             m, n_train = n // k, n - (n + k - 1) // k  # the smallest validation fold, the smallest training part
             # one row sits in one validation fold: the mean over k folds moves by at most 1/k of a fold's sensitivity
-            self.score_sensitivity_ = scorer.sensitivity(m, n_classes) / k
+            return m, n_train, scorer.sensitivity(m, n_classes) / k
+        if X_v is None:
+            if settings.validation_size is None:
+                raise InvalidParameterError(
+                    "PrivateSearchCV.fit got no validation set. Either pass the sensitive validation rows "
+                    "explicitly (fit(X_train, y_train, X_val=..., y_val=...)), or ask for a split of X with "
+                    "validation_size=<share in (0, 1)> (a random split that never looks at values; e.g. 0.3). "
+                    "With sensitive training data you can also use cv=<k> (cross-validation, sensitive='both').")
+            m = self._split_sizes(X_tr.shape[0], settings.validation_size)
+            n_train = X_tr.shape[0] - m
         else:
-            if X_v is None:
-                if cfg["validation_size"] is None:
+            m, n_train = int(X_v.shape[0]), int(X_tr.shape[0])
+        return m, n_train, scorer.sensitivity(m, n_classes)
+
+    def _open_study(self, plan: SearchPlan, data: SearchData) -> Any:
+        """The stored study (``storage``), opened once every check that can refuse the configuration has run.
+
+        None without ``storage``. Its row stores the public configuration only. A study of a search on sensitive
+        training rows that holds a charge is refused (and closed) here, before anything is read or spent.
+        """
+        if self.storage is None:
+            return None
+        from privtune.storage import StudyStorage
+
+        settings = plan.settings
+        # an epsilon outside the method's domain must not leave a study row behind (its name would be locked to
+        # the refused configuration): checked first on a candidate set of the same public size, before the
+        # study is opened (and again below on the study's own candidates)
+        probe = candidate_set(settings.space, settings.n_candidates, grid=settings.grid,
+                              random_state=np.random.default_rng(0))
+        self._check_epsilon_domain(settings, plan.scorer, plan.n_validation, plan.sensitivity, probe)
+
+        n_features = n_columns(data.X_tr)
+        name = self.study_name or "default"
+        existed = self._check_resume(name)
+        study = StudyStorage(self.storage).open(name, self._public_config(settings, plan.n_validation,
+                                                                          (plan.n_train, n_features)))
+        if self.sensitive != "validation":
+            try:
+                refuse_spent_training_study(study)  # one that holds a charge: refused, resume or not
+                if existed and not self.resume:  # one refused before its first charge: started again on request
                     raise InvalidParameterError(
-                        "PrivateSearchCV.fit got no validation set. Either pass the sensitive validation rows "
-                        "explicitly (fit(X_train, y_train, X_val=..., y_val=...)), or ask for a split of X with "
-                        "validation_size=<share in (0, 1)> (a random split that never looks at values; e.g. 0.3). "
-                        "With sensitive training data you can also use cv=<k> (cross-validation, sensitive='both').")
-                m = self._split_sizes(X_tr.shape[0], cfg["validation_size"])
-                n_train = X_tr.shape[0] - m
-            else:
-                m, n_train = int(X_v.shape[0]), int(X_tr.shape[0])
-            self.score_sensitivity_ = scorer.sensitivity(m, n_classes)
-        budget, train_budget = self._role_budgets(cfg)  # with cv the roles overlap: split, compose at the end
-        # Everything that can refuse the configuration runs before a study row is created (and before any data).
-        check_estimator_type(self.estimator, scorer)  # a regressor under accuracy: public, refused now
-        if self.sensitive != "validation":  # no fit can be tried on sensitive rows: what their structure shows
-            check_sensitive_structure(self.estimator, X, y)  # the containers as passed (a list: its entries decide)
-            # A pipeline's steps are run on one public probe row before the charge and in every fit: built once from
-            # the container as passed, never from a part of a split (each part's types are read off its own rows)
-            cfg["training_probe"] = public_probe(X) if is_pipeline(self.estimator) else None
-        method = self._make_method(cfg, scorer, m, self.score_sensitivity_, budget)
-        self._check_random_coverage(cfg, len(cfg["grid"] or ()))
-        study = journal = None
-        if self.storage is not None:
-            from privtune.storage import StudyStorage
-
-            # an epsilon outside the method's domain must not leave a study row behind (its name would be locked to
-            # the refused configuration): checked first on a candidate set of the same public size, before the
-            # study is opened (and again below on the study's own candidates)
-            probe = candidate_set(cfg["space"], cfg["n_candidates"], grid=cfg["grid"],
-                                  random_state=np.random.default_rng(0))
-            self._check_epsilon_domain(cfg, scorer, m, self.score_sensitivity_, probe)
-
-            n_features = n_columns(X_tr)
-            name = self.study_name or "default"
-            existed = self._check_resume(name)
-            study = StudyStorage(self.storage).open(name, self._public_config(cfg, m, (n_train, n_features)))
-            if self.sensitive != "validation":
-                try:
-                    refuse_spent_training_study(study)  # one that holds a charge: refused, resume or not
-                    if existed and not self.resume:  # one refused before its first charge: started again on request
-                        raise InvalidParameterError(
-                            f"Study {name!r} already exists in {study.path_for_messages!r} (status: {study.status}) "
-                            "and holds no charge yet (a search on sensitive training rows refused before its first "
-                            "charge). Pass resume=True to start it again, or name a new study (study_name=...). "
-                            "Nothing was read or spent.")
-                except BaseException:
-                    study.close()
-                    raise
-        try:
-            # Non-noise randomness (the split, the candidate set) is data-independent. A study stores its seeds so
-            # that a resumed run rebuilds exactly the same split and candidates, even with secure noise.
-            seeds = study.get("seeds") if study is not None else None
-            if seeds is None:
-                seeds = [int(g.integers(2**63)) for g in (source.numpy_generator(), source.numpy_generator())]
-                if study is not None:
-                    study.put("seeds", seeds)
-            folds = None
-            if k is not None:
-                from sklearn.model_selection import KFold
-
-                folds = list(KFold(n_splits=k, shuffle=True, random_state=seeds[0] % 2**32).split(X_tr))
-            elif X_v is None:
-                X_tr, y_tr, X_v, y_v, tr = self._split(X_tr, y_tr, m, np.random.default_rng(seeds[0]),
-                                                       positions=True)
-                fit_params = fit_params.restricted(tr)  # sample_weight: the training part's own rows
-            candidates = candidate_set(cfg["space"], cfg["n_candidates"], grid=cfg["grid"],
-                                       random_state=np.random.default_rng(seeds[1]))
-            self._check_random_coverage(cfg, len(cfg["grid"] or ()), len(candidates))
-            self._check_epsilon_domain(cfg, scorer, m, self.score_sensitivity_, candidates)  # before any charge
-            candidates = self._without_response_method(cfg, scorer, candidates)  # neg_log_loss: predict_proba
-            if study is not None:
-                journal = study.journal()
-                accountant = Accountant(budget, ledger=study.ledger)
-            else:
-                accountant = self.accountant if self.accountant is not None else Accountant(budget)
-            self._check_affordable(method, candidates, accountant, journal)  # before any fit
-            t_start = time.perf_counter()  # search_time_: the whole search, the screening or pre-flight included
-            if cfg["method"] == "prescreen":  # public training rows only: free, and reproducible from the seeds
-                try:
-                    kept = screen_on_public_rows(
-                        cfg["fit_estimator"], method, scorer, candidates, X_tr, y_tr, seeds, fit_params,
-                        n_jobs=self.n_jobs, label=self._method_label(cfg), groups=groups, verbose=cfg["verbose"],
-                        on_failures=self._public_failures("to fit or score in prescreen's screening on the public "
-                                                          "training rows", screening=True))
-                except _EveryScreeningFitFailed as failed:  # maybe only the folds' smaller parts fail: try all rows
-                    kept = self._unranked(cfg, method, scorer, candidates, X_tr, y_tr, fit_params, seeds, failed)
-                else:
-                    if getattr(method, "kept_public_scores", ()) is None:  # no screening fit ran: try one now
-                        kept = self._preflight(cfg, scorer, kept, X_tr, y_tr, fit_params, seeds)
-                candidates = kept
-                # judged on what the selection faces (the kept candidates' public screening scores): after the free
-                # screening, before any charge and any validation row
-                self._warn_low_utility(method, candidates, scorer)
-            elif self.sensitive == "validation":  # public training rows: one fit tried before anything is spent
-                self._warn_low_utility(method, candidates, scorer)  # before that fit reads a row
-                candidates = self._preflight(cfg, scorer, candidates, X_tr, y_tr, fit_params, seeds)
-            return self._fit_search(cfg, scorer, method, train_budget, accountant, journal, study, candidates,
-                                    source, X_tr, y_tr, X_v, y_v, m, fit_params, folds, seeds, t_start=t_start)
-        finally:
-            if study is not None:
+                        f"Study {name!r} already exists in {study.path_for_messages!r} (status: {study.status}) "
+                        "and holds no charge yet (a search on sensitive training rows refused before its first "
+                        "charge). Pass resume=True to start it again, or name a new study (study_name=...). "
+                        "Nothing was read or spent.")
+            except BaseException:
                 study.close()
+                raise
+        return study
+
+    def _candidates(self, plan: SearchPlan, data: SearchData, study: Any) -> tuple[SearchPlan, SearchData]:
+        """The plan completed with its seeds, folds and candidate set; the data split (by position) if asked.
+
+        Non-noise randomness (the split, the candidate set) is data-independent. A study stores its seeds so that
+        a resumed run rebuilds exactly the same split and candidates, even with secure noise. The candidate set is
+        checked again (the random method's coverage, epsilon's domain) and the candidates lacking the scorer's
+        prediction method are left out, all before any charge.
+        """
+        settings = plan.settings
+        seeds = study.get("seeds") if study is not None else None
+        if seeds is None:
+            seeds = [int(g.integers(2**63)) for g in (plan.source.numpy_generator(), plan.source.numpy_generator())]
+            if study is not None:
+                study.put("seeds", seeds)
+        folds = None
+        if settings.cv is not None:
+            from sklearn.model_selection import KFold
+
+            folds = list(KFold(n_splits=settings.cv, shuffle=True, random_state=seeds[0] % 2**32).split(data.X_tr))
+        elif data.X_v is None:
+            X_tr, y_tr, X_v, y_v, tr = self._split(data.X_tr, data.y_tr, plan.n_validation,
+                                                   np.random.default_rng(seeds[0]), positions=True)
+            # sample_weight: the training part's own rows
+            data = replace(data, X_tr=X_tr, y_tr=y_tr, X_v=X_v, y_v=y_v, fit_params=data.fit_params.restricted(tr))
+        candidates = candidate_set(settings.space, settings.n_candidates, grid=settings.grid,
+                                   random_state=np.random.default_rng(seeds[1]))
+        self._check_random_coverage(settings, len(settings.grid or ()), len(candidates))
+        self._check_epsilon_domain(settings, plan.scorer, plan.n_validation, plan.sensitivity,
+                                   candidates)  # before any charge
+        candidates = self._without_response_method(plan.scorer, candidates)  # neg_log_loss: predict_proba
+        return replace(plan, seeds=seeds, folds=folds, candidates=candidates), data
+
+    def _open_run(self, plan: SearchPlan, study: Any) -> SearchRun:
+        """The validation role's accountant (the study's ledger, yours, or a new one), its plan checked before any
+        fit; the search's clock starts (``search_time_``: the screening or pre-flight included)."""
+        journal = None
+        if study is not None:
+            journal = study.journal()
+            accountant = Accountant(plan.budget, ledger=study.ledger)
+        else:
+            accountant = self.accountant if self.accountant is not None else Accountant(plan.budget)
+        self._check_affordable(plan.method, plan.candidates, accountant, journal)  # before any fit
+        return SearchRun(study=study, journal=journal, accountant=accountant, t_start=time.perf_counter())
+
+    def _screen(self, plan: SearchPlan, data: SearchData) -> SearchPlan:
+        """With public training rows, the candidates fitted there before anything is spent: the plan narrowed.
+
+        ``prescreen`` ranks them on the public training rows (free, reproducible from the seeds) and keeps the
+        best; the other methods fit one candidate there (:meth:`_preflight`). The plan's ``LowUtilityWarning`` s
+        are issued here, before any charge and any validation row. With sensitive training rows nothing is fitted
+        here (the plan as it is).
+        """
+        settings, method, scorer, candidates = plan.settings, plan.method, plan.scorer, plan.candidates
+        if settings.method == "prescreen":  # public training rows only: free, and reproducible from the seeds
+            try:
+                kept = screen_on_public_rows(
+                    plan.fit_estimator, method, scorer, candidates, data.X_tr, data.y_tr, plan.seeds, data.fit_params,
+                    n_jobs=self.n_jobs, label=self._method_label(settings), groups=data.groups,
+                    verbose=settings.verbose,
+                    on_failures=self._public_failures("to fit or score in prescreen's screening on the public "
+                                                      "training rows", screening=True))
+            except _EveryScreeningFitFailed as failed:  # maybe only the folds' smaller parts fail: try all rows
+                kept = self._unranked(plan, data, failed)
+            else:
+                if getattr(method, "kept_public_scores", ()) is None:  # no screening fit ran: try one now
+                    kept = self._preflight(plan, data, kept)
+            candidates = kept
+            # judged on what the selection faces (the kept candidates' public screening scores): after the free
+            # screening, before any charge and any validation row
+            self._warn_low_utility(method, candidates, scorer, stacklevel=5)
+        elif self.sensitive == "validation":  # public training rows: one fit tried before anything is spent
+            self._warn_low_utility(method, candidates, scorer, stacklevel=5)  # before that fit reads a row
+            candidates = self._preflight(plan, data, candidates)
+        return replace(plan, candidates=candidates)
 
     def _check_resume(self, name: str) -> bool:
         """Refuse to open an existing study without ``resume=True``, or a missing one with it (nothing written).
@@ -806,8 +895,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         if rest:
             accountant.check(ComposedEvent(events=rest))
 
-    def _unranked(self, cfg: dict[str, Any], method: Any, scorer: BoundedScorer, candidates: Any, X_tr: Any,
-                  y_tr: Any, fit_params: FitParams, seeds: Sequence[int], failed: _EveryScreeningFitFailed) -> Any:
+    def _unranked(self, plan: SearchPlan, data: SearchData, failed: _EveryScreeningFitFailed) -> Any:
         """Every screened candidate failed in ``prescreen``'s screening folds: the candidates unranked, if they fit.
 
         The screening fits on parts of the training rows (folds, subsamples), so
@@ -820,15 +908,16 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         """
         from sklearn.exceptions import FitFailedWarning
 
-        usable = self._preflight(cfg, scorer, candidates, X_tr, y_tr, fit_params, seeds)
-        n_keep = min(len(usable), int(getattr(method, "keep", None) or cfg["n_iter"]))
+        method = plan.method
+        usable = self._preflight(plan, data, plan.candidates)
+        n_keep = min(len(usable), int(getattr(method, "keep", None) or plan.settings.n_iter))
         warnings.warn(
-            f"{self._method_label(cfg)}: every one of the {failed.n_tried} candidates failed in the screening on "
-            "parts of the public training rows (its folds), though candidates fit on all of them; the private "
-            f"selection runs over the first {n_keep} candidates of the candidate set, unranked (as "
+            f"{self._method_label(plan.settings)}: every one of the {failed.n_tried} candidates failed in the "
+            "screening on parts of the public training rows (its folds), though candidates fit on all of them; the "
+            f"private selection runs over the first {n_keep} candidates of the candidate set, unranked (as "
             "method='random' does). Lower method_params['screen_cv'] or pass more training rows for a "
             "ranking.\n\nBelow are more details about the screening's failures:\n"
-            + failure_summary(failed.failures), FitFailedWarning, stacklevel=4)
+            + failure_summary(failed.failures), FitFailedWarning, stacklevel=5)  # fit's caller's caller, as before
         method.screen_info = {"screened": int(failed.n_tried), "kept": int(n_keep), "failed": int(failed.n_tried),
                               "on": "the public training rows only (no privacy cost)",
                               "ranking": "none: every screening fit failed; the kept candidates are the first of "
@@ -862,11 +951,12 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                 if screening:
                     raise _EveryScreeningFitFailed(failures, n_tried)
                 raise InvalidParameterError(all_failed_message(n_tried, failures, where))
-            warnings.warn(some_failed_message(n_tried, failures, where), FitFailedWarning, stacklevel=5)
+            # (called two levels below fit: the screening, the pre-flight fit, the scorer's check)
+            warnings.warn(some_failed_message(n_tried, failures, where), FitFailedWarning, stacklevel=6)
 
         return handle
 
-    def _without_response_method(self, cfg: dict[str, Any], scorer: BoundedScorer, candidates: Any) -> Any:
+    def _without_response_method(self, scorer: BoundedScorer, candidates: Any) -> Any:
         """Leave out the candidates that lack the prediction method the scorer calls (``neg_log_loss``:
         ``predict_proba``), from their configuration alone (public); all of them: refused."""
         if RESPONSE_METHOD.get(scorer.name) is None:
@@ -886,8 +976,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         handle(failures, len(candidates), not keep)
         return subset(candidates, keep)
 
-    def _preflight(self, cfg: dict[str, Any], scorer: BoundedScorer, candidates: Any, X_tr: Any, y_tr: Any,
-                   fit_params: FitParams, seeds: Sequence[int]) -> Any:
+    def _preflight(self, plan: SearchPlan, data: SearchData, candidates: Any) -> Any:
         """With public training rows: fit a candidate on them and score it there before anything is spent.
 
         The candidates are tried in their (public) order until one fits on the
@@ -907,14 +996,15 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         the charge; its failure is public, so nothing leaks, but its share of
         the budget is spent on a known-bad candidate.
         """
-        estimator = cfg["fit_estimator"]
-        seeder = FitSeeder(seeds, active=True)  # public rows: the search's own seeds, as its candidate fits
+        estimator, scorer, settings = plan.fit_estimator, plan.scorer, plan.settings
+        X_tr, y_tr, fit_params = data.X_tr, data.y_tr, data.fit_params
+        seeder = FitSeeder(plan.seeds, active=True)  # public rows: the search's own seeds, as its candidate fits
         n = n_rows(X_tr)
         head = np.arange(min(n, PREFLIGHT_ROWS))
         X_s, y_s = rows(X_tr, head), rows(y_tr, head)
         failures: list[tuple[Mapping[str, Any], str, Any]] = []
         # The run of a raw-score method (or random stopping) is silenced whole (see _fit_search): so is this fit.
-        quiet = cfg["method"] in _RAW_TRAJECTORY or cfg["stopping"]
+        quiet = settings.method in _RAW_TRAJECTORY or settings.stopping
         for params in candidates.params:
             est = clone(estimator).set_params(**params)
             derived = seeder.seed(est, CANDIDATE, params, 0, 0)
@@ -943,49 +1033,83 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         return subset(candidates, np.arange(len(failures), len(candidates)))
 
     @staticmethod
-    def _warn_low_utility(method: Any, candidates: Any, scorer: Any) -> None:
-        """Emit the plan's :class:`LowUtilityWarning` s (public noise scales and declared bounds only)."""
+    def _warn_low_utility(method: Any, candidates: Any, scorer: Any, stacklevel: int = 4) -> None:
+        """Emit the plan's :class:`LowUtilityWarning` s (public noise scales and declared bounds only).
+
+        ``stacklevel``: the frame the warnings name, as they named it before the search was split into stages.
+        """
         texts = (method.low_utility_warnings(candidates, scorer.bounds) if hasattr(method, "low_utility_warnings")
                  else utility_warnings(method.noise_scales(candidates), scorer.bounds))
         for text in texts:
-            warnings.warn(f"PrivateSearchCV: {text}", LowUtilityWarning, stacklevel=4)
+            warnings.warn(f"PrivateSearchCV: {text}", LowUtilityWarning, stacklevel=stacklevel)
 
-    def _fit_search(self, cfg, scorer, method, budget, accountant, journal, study, candidates, source,  # noqa: PLR0913
-                    X_tr, y_tr, X_v, y_v, m, fit_params: FitParams, folds=None, seeds=(),
-                    t_start: float | None = None) -> PrivateSearchCV:
-        n_folds = len(folds) if folds else 1
+    def _fit_search(self, plan: SearchPlan, data: SearchData, run: SearchRun) -> PrivateSearchCV:
+        """The search on the rows, once planned: pay -> evaluate -> release -> refit (the study is open).
+
+        The training role's plan is checked, then charged before the first fit; the validation role's releases
+        are charged by the method, each before its access.
+        """
+        role = self._training(plan, data, run)  # checked now, charged below (before the first fit)
+        if self.sensitive != "validation":  # (public training rows: warned in fit, before their first fit)
+            self._warn_low_utility(plan.method, plan.candidates, plan.scorer)  # before any data is read
+        evaluation = self._evaluation(plan, data, role)
+        self._pay(plan, run, role)
+        release, search_seconds = self._evaluate(plan, run, evaluation)
+        self._release(plan, run, role, release)
+        self._refit(plan, data, role, evaluation)
+        self._record(plan, data, run, role, release, search_seconds)
+        return self
+
+    def _training(self, plan: SearchPlan, data: SearchData, run: SearchRun) -> TrainingRole:
+        """The training role: its accountant, its whole plan (checked, not charged) and the fits' tickets.
+
+        With sensitive training rows every candidate's solver plan is checked too, from public sizes, before
+        anything is charged. Public training rows: no accountant, an empty plan.
+        """
+        durable = run.study.training_ledger() if run.study is not None and self.sensitive != "validation" else None
+        train_acc, train_plan, tickets = self._training_role(plan.settings, plan.method, plan.candidates,
+                                                             plan.train_budget, plan.n_folds, ledger=durable)
+        if train_acc is not None:  # every candidate's solver plan, from public sizes, before anything is charged
+            X_tr, folds = data.X_tr, plan.folds
+            sizes = {len(part) for part, _ in folds} if folds else set()
+            check_candidate_plans(self.estimator, plan.candidates, sizes | {n_rows(X_tr)}, n_columns(X_tr),
+                                  like=X_tr if plan.training_probe is None else plan.training_probe,
+                                  fit_params=data.fit_params)
+        return TrainingRole(accountant=train_acc, plan=train_plan, tickets=tickets,
+                            reuse=self._reuses_selected_fit(plan.settings, plan.method, plan.n_folds))
+
+    def _evaluation(self, plan: SearchPlan, data: SearchData, role: TrainingRole) -> _Evaluation:  # noqa: C901
+        """The objective the method evaluates (fit on the training rows, score on the validation rows), how it is
+        mapped over workers, and how its records are shown and delivered; nothing is fitted or charged here.
+
+        The closures below take what they use from local names, never the plan itself: the objective travels to
+        worker processes, and the method holds the study's connection.
+        """
+        settings, method, candidates = plan.settings, plan.method, plan.candidates
+        X_tr, y_tr, X_v, y_v, fit_params = data.X_tr, data.y_tr, data.X_v, data.y_v, data.fit_params
+        folds, scorer, tickets, reuse = plan.folds, plan.scorer, role.tickets, role.reuse
         # Each fit's own random_state, derived from the stored seeds when left at None (see _seeding): always with
         # public training rows; with sensitive ones only in a seeded search (else each DP fit's noise is secure).
-        seeder = FitSeeder(seeds, active=self.sensitive == "validation" or bool(source.seeded))
+        seeder = FitSeeder(plan.seeds, active=self.sensitive == "validation" or bool(plan.source.seeded))
         runs_of: dict[str, int] = {}  # how often each candidate ran, when runs are counted in this process
         # In this process (no mapper): random stopping's secret number of runs K, or the raw-score path's final
         # batch, would be a count of tasks a worker pool (a dask scheduler's task stream) shows.
-        in_process = cfg["stopping"] or method.name in _RAW_TRAJECTORY
+        in_process = settings.stopping or method.name in _RAW_TRAJECTORY
         # Evaluated here, without a worker pool (below), runs are counted for their seeds; workers cannot share a
         # count, so a candidate evaluated again there gets the same seed (the same fit).
         evaluate_here = self.n_jobs in (None, 1) or in_process
         count_runs = evaluate_here and method.name not in _RAW_TRAJECTORY  # (see objective; no closure over
         # the method itself, which holds the study's connection and must not travel to workers)
-        durable = study.training_ledger() if study is not None and self.sensitive != "validation" else None
-        train_acc, train_plan, tickets = self._training_role(cfg, method, candidates, budget, n_folds, ledger=durable)
-        if train_acc is not None:  # every candidate's solver plan, from public sizes, before anything is charged
-            sizes = {len(part) for part, _ in folds} if folds else set()
-            check_candidate_plans(self.estimator, candidates, sizes | {n_rows(X_tr)}, n_columns(X_tr),
-                                  like=X_tr if cfg.get("training_probe") is None else cfg["training_probe"],
-                                  fit_params=fit_params)
-        if self.sensitive != "validation":  # (public training rows: warned in fit, before their first fit)
-            self._warn_low_utility(method, candidates, scorer)  # before any data is read
-        estimator = cfg["fit_estimator"]  # self.estimator, without its accountants when the training rows are public
+        estimator = plan.fit_estimator  # self.estimator, without its accountants when the training rows are public
         error_score = self.error_score
-        reuse = self._reuses_selected_fit(cfg, method, n_folds)
         fitted: dict[str, Any] = {}  # candidate -> its DP fit, when best_estimator_ reuses the selected one
         fitted_lock = threading.Lock() if reuse else None  # fits run in threads then (their accountants are shared)
         # Random stopping runs in this process, one run at a time, and may run a candidate more than once: the
         # model kept is the selected *run's* (the method says when the last run is the best so far), never a list
         # of all K runs (its length would be K).
-        runs = _RunKeeper() if reuse and cfg["stopping"] else None
+        runs = _RunKeeper() if reuse and settings.stopping else None
 
-        probe = cfg.get("training_probe")  # a pipeline's public probe row with sensitive training rows (see fit)
+        probe = plan.training_probe  # a pipeline's public probe row with sensitive training rows (see fit)
 
         def fit_and_score(params: Mapping[str, Any], Xa: Any, ya: Any, Xb: Any, yb: Any, fold: int = 0,
                           run: int = 0, fold_params: Mapping[str, Any] | None = None) -> float:
@@ -1070,10 +1194,10 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         # fits' warnings tell which candidates were fitted: in these cases the whole run is silenced, here and in
         # every worker process (which does not inherit this process's filters).
         quiet = (self.sensitive != "validation" or self.n_jobs not in (None, 1)
-                 or method.name in _RAW_TRAJECTORY or cfg["stopping"])
+                 or method.name in _RAW_TRAJECTORY or settings.stopping)
         # In threads: fits that charge the shared training accountant, and sensitive rows whose cells may not
         # pickle (an object array: whether shipping them to a process fails would depend on one cell).
-        threads = tickets is not None or not cfg["ships"]
+        threads = tickets is not None or not plan.ships
         mapper = make_mapper(self.n_jobs, threads=threads, quiet=quiet) if not evaluate_here else None
         # A progress display on the local terminal, never part of a release. The GP methods report each
         # (released) iteration; ``random`` with the exponential selection counts the evaluations of its fixed,
@@ -1081,8 +1205,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         # runs K is secret.
         batch = method.name in ("random", "prescreen")  # a fixed batch, then the selection: records come last
         counts = batch and getattr(method, "selection", None) == "exponential" and mapper is None
-        shown = cfg["verbose"] >= 1 and (not batch or counts)
-        progress = _Progress((method.max_evaluations(candidates) or cfg["n_iter"]) if counts else cfg["n_iter"],
+        verbose = settings.verbose
+        shown = verbose >= 1 and (not batch or counts)
+        progress = _Progress((method.max_evaluations(candidates) or settings.n_iter) if counts else settings.n_iter,
                              shown, show_time=method.name not in _RAW_TRAJECTORY)  # no clock on a secret path
         if counts and shown:
             inner_objective, n_done = objective, [0]
@@ -1100,7 +1225,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         def deliver(record: Any) -> bool:
             if not batch:  # random's records all arrive after its batch (counted above)
                 progress(record)
-            if cfg["verbose"] >= 2:
+            if verbose >= 2:
                 _logger.info("iteration %d: epsilon spent %.4g, released score %s", record.iteration,
                              record.epsilon_spent, record.released_score)
             stop = False
@@ -1118,29 +1243,50 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                 return False
             return deliver(record)
 
-        own = cfg.get("own_accountant")  # the estimator's own accountant: charged the same plan, first
-        if train_acc is not None:  # the whole training plan, charged before the first fit reads a row
+        return _Evaluation(objective=objective, callback=callback, deliver=deliver, deferred=deferred,
+                           mapper=mapper, quiet=quiet, progress=progress, seeder=seeder, runs=runs, fitted=fitted)
+
+    def _pay(self, plan: SearchPlan, run: SearchRun, role: TrainingRole) -> None:
+        """Charge the training role's whole plan before the first fit reads a row (sensitive training rows only).
+
+        The estimator's own accountant is charged the same plan, first; a validation plan that cannot be paid
+        charges nothing. The validation role's releases are charged by the method, each before its access.
+        """
+        own = plan.settings.own_accountant  # the estimator's own accountant: charged the same plan, first
+        accountant = run.accountant
+        if role.accountant is not None:  # the whole training plan, charged before the first fit reads a row
             if own is not None and own is not accountant:  # a validation plan that cannot be paid charges nothing
-                accountant.check(ComposedEvent(events=tuple(ev for ev, _ in method.plan(candidates))))
-            charge_training_plan(train_acc, train_plan, own,
-                                 validation_plan=method.plan(candidates) if own is accountant else None)
-        t_search = time.perf_counter()
+                accountant.check(ComposedEvent(events=tuple(ev for ev, _ in plan.method.plan(plan.candidates))))
+            charge_training_plan(role.accountant, role.plan, own,
+                                 validation_plan=plan.method.plan(plan.candidates) if own is accountant else None)
+
+    def _evaluate(self, plan: SearchPlan, run: SearchRun, evaluation: _Evaluation) -> tuple[Any, float]:
+        """Run the release method over the candidates: (its release, the search's seconds since ``run.t_start``).
+
+        Records held back along a raw-score path are delivered after the loop (a stop request can no longer stop
+        anything).
+        """
+        quiet = evaluation.quiet
         with warnings.catch_warnings() if quiet else contextlib.nullcontext():
             if quiet:
                 warnings.simplefilter("ignore")
-            release = method.run(objective, candidates, accountant=accountant, random_state=source,
-                                 callback=callback, mapper=mapper, journal=journal)
-        for record in deferred or ():
-            deliver(record)  # a stop request can no longer stop anything
-        progress.close()
-        search_seconds = time.perf_counter() - (t_start if t_start is not None else t_search)
+            release = plan.method.run(evaluation.objective, plan.candidates, accountant=run.accountant,
+                                      random_state=plan.source, callback=evaluation.callback,
+                                      mapper=evaluation.mapper, journal=run.journal)
+        for record in evaluation.deferred or ():
+            evaluation.deliver(record)  # a stop request can no longer stop anything
+        evaluation.progress.close()
+        return release, time.perf_counter() - run.t_start
 
+    def _release(self, plan: SearchPlan, run: SearchRun, role: TrainingRole, release: Any) -> None:
+        """The released values as scikit-learn's attributes (``best_params_``, ``best_score_``, ``cv_results_``)."""
+        scorer, candidates = plan.scorer, plan.candidates
         self.candidates_ = candidates
         self.scorer_ = scorer
         self.multimetric_ = False
         self.release_ = release
-        self.accountant_ = accountant
-        self.training_accountant_ = train_acc
+        self.accountant_ = run.accountant
+        self.training_accountant_ = role.accountant
         self.guarantee_ = release.guarantee
         self.method_ = release.method
         self.seeded_ = release.seeded
@@ -1153,8 +1299,14 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         self.best_index_ = int(np.flatnonzero(self.cv_results_["selected"])[0]) if self.best_params_ else None
         self.n_splits_ = 1
         self.refit_time_ = None
-        if reuse and self.best_params_ is not None:  # the selected candidate's own DP fit (no new fit, no charge)
-            best = runs.kept if runs is not None else fitted.get(_params_key(self.best_params_))
+
+    def _refit(self, plan: SearchPlan, data: SearchData, role: TrainingRole, evaluation: _Evaluation) -> None:
+        """``best_estimator_``: the selected candidate's own DP fit (no new fit, no charge), or a refit (paid for
+        up front with sensitive training rows)."""
+        own, tickets, train_acc = plan.settings.own_accountant, role.tickets, role.accountant
+        seeder, runs = evaluation.seeder, evaluation.runs
+        if role.reuse and self.best_params_ is not None:  # the selected candidate's own DP fit (no new fit, no charge)
+            best = runs.kept if runs is not None else evaluation.fitted.get(_params_key(self.best_params_))
             if best is None:  # its fit raised: nothing was kept, and no refit was paid for
                 raise CandidateFitError(
                     f"The released choice {self.best_params_!r} is a candidate whose fit on the training data failed; "
@@ -1162,7 +1314,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                     "pass refit=False.")
             self.best_estimator_ = set_fit_accountant(best, own)  # the user's again, not the spent ticket
         elif self.refit and self.best_params_ is not None:
-            best = clone(estimator).set_params(**self.best_params_)
+            best = clone(plan.fit_estimator).set_params(**self.best_params_)
             derived = seeder.seed(best, REFIT, self.best_params_)
             if tickets is not None:  # paid for up front, like every candidate fit
                 set_fit_accountant(best, FitTickets(tickets.budget, 1).accountant())
@@ -1171,7 +1323,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                 with warnings.catch_warnings() if train_acc is not None else contextlib.nullcontext():
                     if train_acc is not None:  # a DP refit reads sensitive training rows: its warnings too
                         warnings.simplefilter("ignore")
-                    fit_training(best, X_tr, y_tr, tickets is not None, _probe=probe, **fit_params.at())
+                    fit_training(best, data.X_tr, data.y_tr, tickets is not None, _probe=plan.training_probe,
+                                 **data.fit_params.at())
             except (BudgetExceededError, LedgerError):
                 raise
             except KeyboardInterrupt:
@@ -1190,21 +1343,26 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             seeder.unseed(best, derived)
             if tickets is not None:  # the user's own accountant again (or None), not the spent ticket
                 set_fit_accountant(best, own)
-            if cfg.get("public_fit_accountants"):  # public training rows: the user's accountants, never charged
-                best.set_params(**cfg["public_fit_accountants"])
+            public_accountants = plan.settings.public_fit_accountants
+            if public_accountants:  # public training rows: the user's accountants, never charged
+                best.set_params(**public_accountants)
             self.best_estimator_ = best
+
+    def _record(self, plan: SearchPlan, data: SearchData, run: SearchRun, role: TrainingRole, release: Any,
+                search_seconds: float) -> None:
+        """The ledger, what each role spent, the local timing, the summary; the study's report, stored."""
+        accountant, train_acc, method = run.accountant, role.accountant, plan.method
         self.ledger_ = tuple(accountant.entries) + (tuple(train_acc.entries) if train_acc is not None else ())
         self.privacy_spent_ = self._privacy_spent(accountant, train_acc)
         # A local diagnostic, never in the report or the study. None where the amount of work itself depends on
         # the data through the algorithm: a raw-score trajectory, or the secret number of runs K.
-        data_driven = method.name in _RAW_TRAJECTORY or cfg["stopping"]
+        data_driven = method.name in _RAW_TRAJECTORY or plan.settings.stopping
         self.search_time_ = None if data_driven else search_seconds
         self._set_feature_names()
-        self.summary_ = self._report(cfg, release, scorer, m, n_rows(X_tr))
+        self.summary_ = self._report(plan, release, n_rows(data.X_tr))
         self._report_cache = None  # report_ is built on first access (a study stores it now)
-        if study is not None:
-            study.save_report(self.report_.to_dict())
-            self.study_ = {"storage": study.storage.path, "study_name": study.name}
+        if run.study is not None:
+            run.study.save_report(self.report_.to_dict())
+            self.study_ = {"storage": run.study.storage.path, "study_name": run.study.name}
         _logger.info("private search done: method=%s, guarantee=%s, epsilon spent %.4g", method.name,
                      release.guarantee, self.privacy_spent_["overall"].epsilon)
-        return self

@@ -69,6 +69,7 @@ from privtune.accounting.ledger import Ledger
 from privtune.base import PrivacyTags, get_privacy_tags
 from privtune.exceptions import BudgetExceededError, InvalidParameterError, LedgerError, PrivtuneError
 from privtune.model_selection._inputs import frame_kind
+from privtune.model_selection._plan import SearchSettings
 from privtune.utils._validation import check_real
 
 __all__ = ["PrepaidFitAccountant", "FitTickets", "charge_training_plan", "check_candidate_costs",
@@ -1027,7 +1028,7 @@ def is_finite_budget(budget: Budget) -> bool:
 class _TrainingRoleMixin:
     """PrivateSearchCV's training role: which fits it pays for, and the plan charged before any row is read."""
 
-    def _reuses_selected_fit(self, cfg: dict[str, Any], method: Any, n_folds: int) -> bool:
+    def _reuses_selected_fit(self, settings: SearchSettings, method: Any, n_folds: int) -> bool:
         """Whether ``best_estimator_`` is the selected candidate's own DP fit instead of a new fit (public rule).
 
         With sensitive training rows, one split (no ``cv``) and a method whose
@@ -1096,10 +1097,10 @@ class _TrainingRoleMixin:
         if key is None:
             raise InvalidParameterError(
                 f"{owner}: {type(_final_step(self.estimator)[1]).__name__} has no 'epsilon' parameter to choose.")
-        cfg = self._validate_params()
-        if key in cfg["space"].names:
+        settings = self._validate_params()
+        if key in settings.space.names:
             raise InvalidParameterError(f"{owner}: the search space sets the estimator's {key!r} itself.")
-        top = self._role_budgets(cfg)[1].epsilon
+        top = self._role_budgets(settings)[1].epsilon
 
         def fits(eps: float) -> bool:
             trial = clone(self).set_params(**{f"estimator__{key}": eps})
@@ -1127,7 +1128,7 @@ class _TrainingRoleMixin:
             lo, hi = (mid, hi) if fits(mid) else (lo, mid)
         return float(lo)
 
-    def _largest_affordable(self, cfg: dict[str, Any], method: Any, candidates: Any, budget: Budget,
+    def _largest_affordable(self, settings: SearchSettings, method: Any, candidates: Any, budget: Budget,
                             n_fits: int | None, refit_fit: bool, n_folds: int) -> tuple[float | None, str | None]:
         """The largest per-fit epsilon whose training plan both accountants accept, rounded down (public).
 
@@ -1149,18 +1150,18 @@ class _TrainingRoleMixin:
         key = fit_epsilon_param(self.estimator)
         if key is None:
             return None, None
-        if any(str(n) == key or str(n).endswith("__" + key) for n in cfg["space"].names):
+        if any(str(n) == key or str(n).endswith("__" + key) for n in settings.space.names):
             return None, "the search space sets it: narrow its range"
-        if cfg["stopping"] and n_folds > 1:
+        if settings.stopping and n_folds > 1:
             return None, "search.largest_fit_epsilon(n_validation) gives the largest this plan affords"
-        own = cfg.get("own_accountant")
+        own = settings.own_accountant
 
         def fits(eps: float) -> bool:
             try:
                 trial = clone(self.estimator).set_params(**{key: eps})
                 one_fit = per_fit_event(trial)[0]
                 event = (method.selection_event(one_fit, label="best of a secret number of DP fits")
-                         if cfg["stopping"] else None)
+                         if settings.stopping else None)
                 plan = training_plan(one_fit, n_fits=n_fits or 0, refit=refit_fit, stopping_event=event)
                 return _plan_refusal(plan, Accountant(budget), own) is None
             except (PrivtuneError, ArithmeticError, ValueError, TypeError):
@@ -1181,7 +1182,7 @@ class _TrainingRoleMixin:
         shown = floor_digits(lo)
         return (shown if shown > 0 and fits(shown) else lo), None
 
-    def _training_role(self, cfg: dict[str, Any], method: Any, candidates: Any, budget: Budget,
+    def _training_role(self, settings: SearchSettings, method: Any, candidates: Any, budget: Budget,
                        n_folds: int = 1, ledger: Ledger | None = None
                        ) -> tuple[Accountant | None, list[Any], FitTickets | None]:
         """The training accountant, its whole plan (checked now, before any row is read) and the fits' tickets.
@@ -1197,10 +1198,10 @@ class _TrainingRoleMixin:
         """
         if self.sensitive == "validation":
             return None, [], None
-        one_fit, one_budget = cfg["one_fit"], cfg["one_fit_budget"]
+        one_fit, one_budget = settings.one_fit, settings.one_fit_budget
         check_candidate_costs(self.estimator, candidates, one_fit, one_budget)
         n_evals = method.max_evaluations(candidates)
-        stopping = cfg["stopping"]
+        stopping = settings.stopping
         n_fits = None if stopping else n_evals * n_folds
         stopping_event = None
         if stopping and n_folds == 1:
@@ -1211,15 +1212,16 @@ class _TrainingRoleMixin:
                                                                    "(Papernot & Steinke 2022)")
         elif stopping:  # cv: the roles overlap; the method's event covers a whole run (its fits and its score)
             stopping_event = method.plan(candidates)[0][0]
-        refit_fit = self.refit and not self._reuses_selected_fit(cfg, method, n_folds)
+        refit_fit = self.refit and not self._reuses_selected_fit(settings, method, n_folds)
         plan = training_plan(one_fit, n_fits=n_fits or 0, refit=refit_fit, stopping_event=stopping_event)
         acc = Accountant(budget, ledger=ledger)
-        own = cfg.get("own_accountant")
+        own = settings.own_accountant
         if plan:
             refusal = _plan_refusal(plan, acc, own)
             if refusal is not None:
                 exc, by_own = refusal
-                largest, why = self._largest_affordable(cfg, method, candidates, budget, n_fits, refit_fit, n_folds)
+                largest, why = self._largest_affordable(settings, method, candidates, budget, n_fits, refit_fit,
+                                                        n_folds)
                 if by_own:  # the estimator's own accountant pays the same plan (charge_training_plan)
                     figure = (f" The largest per-fit epsilon it affords is {largest:.4g}: use "
                               f"{_fit_label(self.estimator, largest)}." if largest is not None else "")
