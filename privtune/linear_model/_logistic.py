@@ -23,8 +23,6 @@ from privtune.base import PrivacyTags
 from privtune.exceptions import InvalidParameterError, PrivtuneError
 from privtune.linear_model._classifier import _LinearClassifier, _LogisticProbaMixin
 from privtune.linear_model._input import _numeric_rows, _numeric_table, _public_shape
-from privtune.optim._line_search_loop import _check_grids as _check_line_search_grids
-from privtune.optim._line_search_loop import _make_plan as _make_line_search_plan
 from privtune.optim._losses import (
     _FLOAT32_SHRINK,
     MULTICLASS_HINGE,
@@ -40,6 +38,8 @@ from privtune.optim.accelerated import dp_accelerated, gaussian_run_multiplier
 from privtune.optim.accelerated._plan import _make_plan as _make_accelerated_plan
 from privtune.optim.accelerated._schedules import HORIZONS, SOLVERS
 from privtune.optim.line_search import MarginObjective, blsgd_privacy_event, dp_blsgd
+from privtune.optim.line_search._loop import _check_grids as _check_line_search_grids
+from privtune.optim.line_search._loop import _make_plan as _make_line_search_plan
 from privtune.utils._random import check_random_state
 from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real, label_entries
 

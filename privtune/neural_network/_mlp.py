@@ -35,10 +35,10 @@ from privtune.neural_network._objective import (
     mlp_logits,
     n_parameters,
 )
-from privtune.optim._line_search_loop import _check_grids as _check_trainer_grids
-from privtune.optim._line_search_loop import _make_plan as _make_trainer_plan
 from privtune.optim._losses import clip_rows, zero_non_finite
 from privtune.optim.line_search import blsgd_privacy_event, dp_blsgd
+from privtune.optim.line_search._loop import _check_grids as _check_trainer_grids
+from privtune.optim.line_search._loop import _make_plan as _make_trainer_plan
 from privtune.utils._random import check_random_state
 from privtune.utils._validation import (
     check_delta,

@@ -86,6 +86,10 @@ __all__ = [
 _MOVED_MODULES = {
     "_accelerated_plan": "accelerated._plan",
     "_schedules": "accelerated._schedules",
+    "_line_search_accounting": "line_search._accounting",
+    "_line_search_loop": "line_search._loop",
+    "_line_search_objective": "line_search._objective",
+    "_line_search_step": "line_search._step",
 }
 
 

@@ -1,6 +1,6 @@
 """Statistical checks and DP audit of the Gaussian NOISYBTLS (seed 003, DP-BLSGD, ``noise="gaussian"``).
 
-The mechanism is :class:`privtune.optim._line_search_accounting.GaussianSparseVector`: threshold noise a discrete
+The mechanism is :class:`privtune.optim.line_search._accounting.GaussianSparseVector`: threshold noise a discrete
 Gaussian of variance ``4**k`` (grid units, drawn once per call), a fresh discrete Gaussian of variance ``4**(k+1)``
 per candidate, output the index of the first candidate with ``q + nu >= T`` (or None, "failed"), queries rounded
 to the grid ``g``. Its claim is the ``RenyiEvent`` ``eps(a) = a rho_BT + log(K) / (a - 1)`` (Zhu & Wang 2020),
@@ -35,8 +35,8 @@ from scipy.special import logsumexp
 from privtune.accounting import RenyiEvent
 from privtune.accounting.rdp_math import rdp_to_epsilon
 from privtune.mechanisms._samplers import discrete_gaussian, round_to_grid
-from privtune.optim import _line_search_accounting as A
-from privtune.optim import line_search as L
+from privtune.optim.line_search import _accounting as A
+from privtune.optim.line_search import _blsgd as L
 from privtune.optim.line_search import noisy_backtracking_line_search
 from privtune.testing import audit_mechanism, discrete_epsilon
 from privtune.utils._random import check_random_state

@@ -29,11 +29,7 @@ from privtune.exceptions import BudgetExceededError, InvalidParameterError
 from privtune.mechanisms import SparseVector
 from privtune.mechanisms._samplers import discrete_laplace, round_to_grid
 from privtune.mechanisms.sparse_vector import SparseVectorSession
-from privtune.optim import _line_search_accounting as A
-from privtune.optim import _line_search_loop as loop_module
-from privtune.optim import _line_search_step as step_module
 from privtune.optim import dp_accelerated
-from privtune.optim import line_search as L
 from privtune.optim.line_search import (
     LineSearchResult,
     MarginObjective,
@@ -41,6 +37,10 @@ from privtune.optim.line_search import (
     dp_blsgd,
     noisy_backtracking_line_search,
 )
+from privtune.optim.line_search import _accounting as A
+from privtune.optim.line_search import _blsgd as L
+from privtune.optim.line_search import _loop as loop_module
+from privtune.optim.line_search import _step as step_module
 from privtune.testing import audit_mechanism
 from privtune.utils._random import check_random_state
 

@@ -57,7 +57,8 @@ import pytest
 from privtune.linear_model import DPLogisticRegression, _logistic
 from privtune.neural_network import DPMLPClassifier, _mlp
 from privtune.neural_network._objective import TorchObjective
-from privtune.optim import _line_search_loop, _losses
+from privtune.optim import _losses
+from privtune.optim.line_search import _loop as _line_search_loop
 from privtune.svm import DPSVC, DPLinearSVC
 from privtune.testing import audit_mechanism
 

@@ -77,9 +77,10 @@ from scipy import stats
 from privtune.accounting import compose_events
 from privtune.mechanisms import Gaussian, SparseVector
 from privtune.mechanisms._samplers import discrete_gaussian, discrete_laplace, grid_to_float, round_to_grid
-from privtune.optim import _line_search_accounting as acc
-from privtune.optim import _line_search_loop as loop
-from privtune.optim.line_search import MarginObjective, _clipped_gradient_mean, dp_blsgd
+from privtune.optim.line_search import MarginObjective, dp_blsgd
+from privtune.optim.line_search import _accounting as acc
+from privtune.optim.line_search import _loop as loop
+from privtune.optim.line_search._objective import _clipped_gradient_mean
 from privtune.testing import audit_mechanism
 from privtune.utils._random import check_random_state
 
@@ -122,7 +123,7 @@ def understated_sensitivity(scheme: acc.Scheme, clip: float) -> float:
 class BatchedRun:
     """``k`` independent runs of ``dp_blsgd(objective(U), **params)`` vectorised over runs; returns ``w_T``.
 
-    Mirrors ``_Runner`` (privtune/optim/_line_search_loop.py) for this objective: full batches (rate 1), the
+    Mirrors ``_Runner`` (privtune/optim/line_search/_loop.py) for this objective: full batches (rate 1), the
     Laplace line search, budget strategy "adaptive", no adaptive clipping, and at most 5 iterations (so the
     intelligent-backtracking reset every 10 iterations never fires). Rows 1..9 are zero rows: margin 0 at
     every ``w``, gradient 0 and a constant loss, so only row 0 is evaluated per run.

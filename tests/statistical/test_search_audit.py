@@ -403,7 +403,7 @@ def _stopping_training_sampler(y, *, broken=False):
     coefficient, the selected run's own fit. 40 training rows x0 = -1 .. -0.05, 0.05 .. 1 (row 0: x0 = -1); the
     validation rows are fixed (the pair differs in a training row)."""
     from privtune.linear_model import DPLogisticRegression
-    from privtune.optim import _accelerated_plan
+    from privtune.optim.accelerated import _plan as _accelerated_plan
     X = np.r_[-np.linspace(1.0, 0.05, M // 2), np.linspace(0.05, 1.0, M // 2)][:, None]
     y_val = (X[:, 0] > 0).astype(int)
     seeds = iter(range(10**9))

@@ -81,8 +81,8 @@ from accelerated_replay import step_integer_noise
 from privtune.accounting import compose_events
 from privtune.mechanisms import Gaussian, Laplace
 from privtune.mechanisms._samplers import grid_to_float, round_to_grid
-from privtune.optim import accelerated as A
 from privtune.optim import dp_accelerated
+from privtune.optim.accelerated import _solvers as A
 from privtune.testing import audit_mechanism
 
 pytestmark = pytest.mark.statistical

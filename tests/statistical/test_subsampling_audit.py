@@ -79,11 +79,11 @@ from scipy import stats
 from privtune.accounting import compose_events
 from privtune.mechanisms import Gaussian
 from privtune.mechanisms._samplers import discrete_gaussian, grid_to_float, round_to_grid
-from privtune.optim import _accelerated_plan as AP
-from privtune.optim import _line_search_accounting as acc
-from privtune.optim import _line_search_loop as loop
-from privtune.optim import accelerated as A
+from privtune.optim.accelerated import _plan as AP
+from privtune.optim.accelerated import _solvers as A
 from privtune.optim.line_search import MarginObjective, dp_blsgd
+from privtune.optim.line_search import _accounting as acc
+from privtune.optim.line_search import _loop as loop
 from privtune.testing import audit_mechanism
 from privtune.utils._random import check_random_state
 

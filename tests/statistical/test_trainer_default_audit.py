@@ -80,8 +80,8 @@ from privtune.accounting import compose_events
 from privtune.linear_model import DPLogisticRegression
 from privtune.mechanisms import Gaussian
 from privtune.mechanisms._samplers import grid_to_float, round_to_grid
-from privtune.optim import accelerated as A
 from privtune.optim._losses import _FLOAT32_SHRINK, compact_rows
+from privtune.optim.accelerated import _solvers as A
 from privtune.optim.accelerated._plan import gaussian_run_multiplier
 from privtune.testing import audit_mechanism
 

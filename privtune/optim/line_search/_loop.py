@@ -9,16 +9,16 @@ and :func:`privtune.optim.line_search.blsgd_privacy_event`:
   missing exact grid is refused before anything is spent);
 * the **runner** (:class:`_Runner`): fresh batches, the noisy gradients
   (exact Gaussian noise on the clipped batch mean), the line searches
-  (:class:`privtune.optim._line_search_step._Search`), CHEB with its angle test
+  (:class:`privtune.optim.line_search._step._Search`), CHEB with its angle test
   (:func:`_angle`) in ``mode="adaptive"``, paid to the filter before each
   mechanism runs, and the fixed schedule of ``mode="fixed"``.
 
 The privacy argument is stated in the module docstring of
 :mod:`privtune.optim.line_search`, which also holds the public entry points and
 :class:`~privtune.optim.line_search.LineSearchResult`. The other pieces:
-:mod:`privtune.optim._line_search_objective` (objectives, clipped batch means),
-:mod:`privtune.optim._line_search_step` (NOISYBTLS) and
-:mod:`privtune.optim._line_search_accounting` (events, filters, calibration).
+:mod:`privtune.optim.line_search._objective` (objectives, clipped batch means),
+:mod:`privtune.optim.line_search._step` (NOISYBTLS) and
+:mod:`privtune.optim.line_search._accounting` (events, filters, calibration).
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from privtune.accounting.accountant import compose_events
 from privtune.accounting.events import PrivacyEvent
 from privtune.exceptions import InvalidParameterError
 from privtune.mechanisms.gaussian import Gaussian
-from privtune.optim import _line_search_accounting as acc
-from privtune.optim._line_search_objective import _clipped_gradient_mean
-from privtune.optim._line_search_step import _NOISES, _Search, search_rounding
 from privtune.optim._sums import check_sum_terms, clip_norm_bound, rounding_factor
+from privtune.optim.line_search import _accounting as acc
+from privtune.optim.line_search._objective import _clipped_gradient_mean
+from privtune.optim.line_search._step import _NOISES, _Search, search_rounding
 from privtune.utils._random import RandomSource
 from privtune.utils._validation import check_choice as _choice
 from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real

@@ -16,9 +16,9 @@ model, and nothing that draws noise:
 
 Both public classes are re-exported by :mod:`privtune.optim.line_search`, whose
 module docstring states the privacy argument. The other pieces:
-:mod:`privtune.optim._line_search_step` (NOISYBTLS, one private line search),
-:mod:`privtune.optim._line_search_loop` (the plan and the DP-BLSGD loop) and
-:mod:`privtune.optim._line_search_accounting` (events, filters, calibration).
+:mod:`privtune.optim.line_search._step` (NOISYBTLS, one private line search),
+:mod:`privtune.optim.line_search._loop` (the plan and the DP-BLSGD loop) and
+:mod:`privtune.optim.line_search._accounting` (events, filters, calibration).
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ batch; the public ``q n`` for Poisson, never the realised ``|B|``, spec P6) and
 * line search, Gaussian (``sampling="full"`` only): the paper's Thm 3 curve is
   not proven (P1); privtune charges Zhu & Wang's ``a rho_BT + log(K)/(a - 1)``
   (``K = max_backtracks + 1`` outputs) as a ``RenyiEvent``, see
-  :mod:`privtune.optim._line_search_accounting`.
+  :mod:`privtune.optim.line_search._accounting`.
 
 Losses outside ``[0, C_obj]`` (including NaN) and non-finite per-example
 gradients are clipped or zeroed row by row, so the declared sensitivities hold
@@ -133,7 +133,7 @@ Deviations from the paper (spec section 5)
   would triple the noise;
 * without replacement, the sampled Gaussian's RDP (dp-accounting) is used at
   orders up to 128 only (numerically unstable above;
-  :data:`privtune.optim._line_search_accounting.MAX_WOR_ORDER`); at
+  :data:`privtune.optim.line_search._accounting.MAX_WOR_ORDER`); at
   ``delta = 1e-8`` this makes ``epsilon <= 0.05`` infeasible with this scheme;
 * the Gaussian NOISYBTLS splits its noise as ``s_Q = 2 s_T`` (the paper:
   ``sqrt(2)``) at the same total ``a rho``, so that both are exact power-of-two
@@ -163,13 +163,13 @@ This module holds the public entry points (:func:`dp_blsgd`,
 :func:`blsgd_privacy_event`), :class:`LineSearchResult` and the default step
 size; the rest lives in private modules and is re-exported here:
 
-* :mod:`privtune.optim._line_search_objective` -- :class:`PerExampleObjective`,
+* :mod:`privtune.optim.line_search._objective` -- :class:`PerExampleObjective`,
   :class:`MarginObjective`, the clipped batch means and the argument checks;
-* :mod:`privtune.optim._line_search_step` -- NOISYBTLS
+* :mod:`privtune.optim.line_search._step` -- NOISYBTLS
   (:func:`noisy_backtracking_line_search`, :class:`LineSearchOutcome`);
-* :mod:`privtune.optim._line_search_loop` -- the plan fixed from public
+* :mod:`privtune.optim.line_search._loop` -- the plan fixed from public
   quantities and the DP-BLSGD loop (gradients, searches, CHEB, filter);
-* :mod:`privtune.optim._line_search_accounting` -- events, RDP costs, filters,
+* :mod:`privtune.optim.line_search._accounting` -- events, RDP costs, filters,
   calibration.
 """
 
@@ -184,19 +184,19 @@ import numpy as np
 from privtune.accounting.accountant import Accountant
 from privtune.accounting.events import PrivacyEvent
 from privtune.exceptions import InvalidParameterError
-from privtune.optim._line_search_loop import _check_grids, _make_plan, _plan_epsilon, _Runner
-from privtune.optim._line_search_objective import (
+from privtune.optim._result import _readonly
+from privtune.optim.line_search._loop import _check_grids, _make_plan, _plan_epsilon, _Runner
+from privtune.optim.line_search._objective import (
     MarginObjective,
     PerExampleObjective,
     _declared,
     _objective_shape,
     _vector,
 )
-from privtune.optim._line_search_objective import _clipped_gradient_mean as _clipped_gradient_mean  # tests, benchmark
-from privtune.optim._line_search_objective import _clipped_loss_mean as _clipped_loss_mean  # tests
-from privtune.optim._line_search_step import LineSearchOutcome, noisy_backtracking_line_search
-from privtune.optim._line_search_step import _armijo_slacks as _armijo_slacks  # tests
-from privtune.optim._result import _readonly
+from privtune.optim.line_search._objective import _clipped_gradient_mean as _clipped_gradient_mean  # tests, benchmark
+from privtune.optim.line_search._objective import _clipped_loss_mean as _clipped_loss_mean  # tests
+from privtune.optim.line_search._step import LineSearchOutcome, noisy_backtracking_line_search
+from privtune.optim.line_search._step import _armijo_slacks as _armijo_slacks  # tests
 from privtune.utils._random import check_random_state
 from privtune.utils._validation import check_integer
 

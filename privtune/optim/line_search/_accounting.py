@@ -605,7 +605,7 @@ class GaussianSparseVector:
         """Queries are clipped to ``[-L, L]``, ``L = 2**24 g`` (1-Lipschitz, so sensitivity is kept).
 
         It keeps them on the exact grid, and bounds the rounding of their last
-        addition (:class:`privtune.optim._line_search_step._Search`). It was
+        addition (:class:`privtune.optim.line_search._step._Search`). It was
         ``2**48 g``; beyond ``2**24`` steps (``2**14`` threshold noise
         deviations) the answer was never in doubt.
         """

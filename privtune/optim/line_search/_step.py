@@ -9,7 +9,7 @@ runs at every iteration, and its public form:
 * :class:`_Search`, one NOISYBTLS configuration: the candidates
   ``eta0, beta eta0, ...`` and the AboveThreshold mechanism
   (:class:`privtune.mechanisms.SparseVector` for the Laplace search,
-  :class:`privtune.optim._line_search_accounting.GaussianSparseVector` for the
+  :class:`privtune.optim.line_search._accounting.GaussianSparseVector` for the
   Gaussian one);
 * :func:`noisy_backtracking_line_search` and its result
   :class:`LineSearchOutcome` (both re-exported by
@@ -19,9 +19,9 @@ The privacy argument (sensitivity of the slack, pure ``eps_BT``-DP of the
 Laplace search, the ``log K`` term of the Gaussian one) is stated in
 :func:`noisy_backtracking_line_search` and in the module docstring of
 :mod:`privtune.optim.line_search`. The other pieces:
-:mod:`privtune.optim._line_search_objective` (objectives, clipped batch means),
-:mod:`privtune.optim._line_search_loop` (the plan and the DP-BLSGD loop) and
-:mod:`privtune.optim._line_search_accounting` (events, filters, calibration).
+:mod:`privtune.optim.line_search._objective` (objectives, clipped batch means),
+:mod:`privtune.optim.line_search._loop` (the plan and the DP-BLSGD loop) and
+:mod:`privtune.optim.line_search._accounting` (events, filters, calibration).
 """
 
 from __future__ import annotations
@@ -36,14 +36,14 @@ from privtune.accounting.accountant import Accountant
 from privtune.accounting.events import PrivacyEvent
 from privtune.exceptions import InvalidParameterError
 from privtune.mechanisms.sparse_vector import SparseVector
-from privtune.optim import _line_search_accounting as acc
-from privtune.optim._line_search_objective import (
+from privtune.optim._sums import blocked_sum, check_sum_terms, rounding_factor
+from privtune.optim.line_search import _accounting as acc
+from privtune.optim.line_search._objective import (
     PerExampleObjective,
     _clipped_losses,
     _objective_shape,
     _vector,
 )
-from privtune.optim._sums import blocked_sum, check_sum_terms, rounding_factor
 from privtune.utils._random import RandomSource, check_random_state
 from privtune.utils._validation import check_choice as _choice
 from privtune.utils._validation import check_integer, check_real
