@@ -25,13 +25,13 @@ from privtune.linear_model._input import _numeric_rows, _numeric_table, _public_
 from privtune.linear_model._logistic import _SCALING_DOC
 from privtune.mechanisms.gaussian import calibrate_rdp_gaussian
 from privtune.optim._losses import clip_rows, zero_non_finite
-from privtune.optim._nonconvex import LOSSES, NonconvexLoss
 from privtune.optim.second_order import (
     CALIBRATION_SLACK,
     VARIANTS,
     dp_second_order,
     second_order_privacy_event,
 )
+from privtune.optim.second_order._nonconvex import LOSSES, NonconvexLoss
 from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real, label_entries
 
 __all__ = ["DPNonConvexClassifier"]

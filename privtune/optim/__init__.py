@@ -90,6 +90,9 @@ _MOVED_MODULES = {
     "_line_search_loop": "line_search._loop",
     "_line_search_objective": "line_search._objective",
     "_line_search_step": "line_search._step",
+    "_second_order_plan": "second_order._plan",
+    "_second_order_steps": "second_order._steps",
+    "_nonconvex": "second_order._nonconvex",
 }
 
 

@@ -26,8 +26,16 @@ from privtune.accounting import (
 )
 from privtune.exceptions import BudgetExceededError, InvalidParameterError
 from privtune.mechanisms.gaussian import Gaussian
-from privtune.optim import second_order as so
-from privtune.optim._nonconvex import (
+from privtune.optim.second_order import (
+    VARIANTS,
+    SecondOrderHistory,
+    SecondOrderResult,
+    curvature_direction,
+    dp_second_order,
+    second_order_privacy_event,
+)
+from privtune.optim.second_order import _solver as so
+from privtune.optim.second_order._nonconvex import (
     TUKEY_THIRD,
     NonconvexLoss,
     curvature_roots,
@@ -36,14 +44,6 @@ from privtune.optim._nonconvex import (
     pack_upper,
     trial_count,
     unpack_symmetric,
-)
-from privtune.optim.second_order import (
-    VARIANTS,
-    SecondOrderHistory,
-    SecondOrderResult,
-    curvature_direction,
-    dp_second_order,
-    second_order_privacy_event,
 )
 from privtune.utils._random import check_random_state
 

@@ -18,10 +18,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-import privtune.optim._second_order_plan as plan_module
-import privtune.optim._second_order_steps as steps_module
 import privtune.optim.line_search._loop as loop_module
 import privtune.optim.line_search._step as step_module
+import privtune.optim.second_order._plan as plan_module
+import privtune.optim.second_order._steps as steps_module
 from privtune.exceptions import InvalidParameterError
 from privtune.optim._sums import MAX_SUM_TERMS, SUM_BLOCK, blocked_sum, clip_norm_bound, rounding_factor
 from privtune.optim.line_search import dp_blsgd, noisy_backtracking_line_search

@@ -83,8 +83,8 @@ sensitivity is ``2 R' / (4 n) = 0.00028``. The audited output is ``coef_[0, 0]``
   That is inherent. At ``epsilon = 1``, ``delta = 1e-6`` the run's noise is about 13 times its sensitivity per
   release, and 1 000 samples only resolve sets of probability well above 1e-2. The twin is the power control.
 * Twin (``clip_rows`` switched off both in the estimator, ``privtune.linear_model._nonconvex.clip_rows``, and
-  in the solver, ``privtune.optim.second_order.clip_rows``). Switching off the estimator's clip alone is **not** a
-  broken twin. ``dp_second_order`` clips the augmented rows again to ``R'``
+  in the solver, ``privtune.optim.second_order._solver.clip_rows``). Switching off the estimator's clip alone is
+  **not** a broken twin. ``dp_second_order`` clips the augmented rows again to ``R'``
   (``test_nonconvex_solver_clip_backs_the_estimator_clip``), so the claim still holds. The twin's first gradient
   moves by 0.025 (89 times the declared sensitivity, 7 sigma): the first step goes the way of ``x_0``. Over 3 000
   fits per input: ``P(coef_ > 0) = 0.867`` on ``D`` and 0.009 on ``D'``, a log-ratio of 4.6. The expected audit
@@ -101,8 +101,9 @@ import numpy as np
 import pytest
 
 from privtune.linear_model import DPChebyshevRegressor, DPNonConvexClassifier, _chebyshev, _nonconvex
-from privtune.optim import piecewise, second_order
+from privtune.optim import piecewise
 from privtune.optim._losses import clip_rows
+from privtune.optim.second_order import _solver as second_order
 from privtune.testing import audit_mechanism
 
 pytestmark = pytest.mark.statistical

@@ -106,10 +106,10 @@ from privtune.accounting import GaussianEvent, compose_events
 from privtune.mechanisms import Gaussian
 from privtune.mechanisms._samplers import grid_to_float, round_to_grid
 from privtune.mechanisms.gaussian import calibrate_rdp_gaussian
-from privtune.optim import _second_order_steps as steps
-from privtune.optim import second_order as so
-from privtune.optim._second_order_plan import _make_plan, _validate
+from privtune.optim.second_order import _solver as so
+from privtune.optim.second_order import _steps as steps
 from privtune.optim.second_order import dp_second_order
+from privtune.optim.second_order._plan import _make_plan, _validate
 from privtune.testing import audit_mechanism
 from privtune.utils._random import check_random_state
 

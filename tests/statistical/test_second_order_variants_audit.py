@@ -64,9 +64,9 @@ from privtune.mechanisms import Gaussian
 from privtune.mechanisms._discrete import discrete_laplace
 from privtune.mechanisms._grid import GRID_HEADROOM, laplace_grid
 from privtune.mechanisms._samplers import grid_to_float, round_to_grid
-from privtune.optim import second_order as so
-from privtune.optim._second_order_plan import _make_plan, _validate
+from privtune.optim.second_order import _solver as so
 from privtune.optim.second_order import dp_second_order
+from privtune.optim.second_order._plan import _make_plan, _validate
 from privtune.testing import audit_mechanism
 from privtune.utils._random import check_random_state
 

@@ -5,7 +5,7 @@ r"""Private second-order methods for smooth non-convex ERM (Gao & Wright 2023): 
 
 .. math:: f(w) = \frac1n \sum_{i=1}^n l(y_i x_i^\top w) + r(w), \qquad \|x_i\|_2 \le R,
 
-with the losses of :mod:`privtune.optim._nonconvex` (the sigmoid loss with
+with the losses of :mod:`privtune.optim.second_order._nonconvex` (the sigmoid loss with
 ``(lam/2)||w||^2``, or the log-loss with the non-convex Tukey regulariser). Each
 iteration releases a noisy gradient; while its norm is above ``eps_g`` it takes a
 gradient step (short step ``1/G``, or a private backtracking line search run as
@@ -21,8 +21,8 @@ budget; if it does not certify a point, the full ``T`` iterations on the rest,
 warm-started).
 
 The plan (parameters, calibration, events; public quantities only) is built
-in :mod:`privtune.optim._second_order_plan`; the loop, its eigensolvers and
-its trace are in :mod:`privtune.optim._second_order_steps`; this module holds
+in :mod:`privtune.optim.second_order._plan`; the loop, its eigensolvers and
+its trace are in :mod:`privtune.optim.second_order._steps`; this module holds
 the public functions and the result.
 
 House rules followed here (as in :mod:`privtune.optim.accelerated`): every
@@ -60,13 +60,14 @@ from privtune.accounting.accountant import Accountant, compose_events
 from privtune.accounting.events import ComposedEvent, PrivacyEvent
 from privtune.exceptions import InvalidParameterError
 from privtune.optim._losses import clip_rows
-from privtune.optim._nonconvex import LossConstants
+from privtune.optim.accelerated._solvers import _check_label_shape, _public_shape, _read_data
+from privtune.optim.second_order._nonconvex import LossConstants
 
 # ``import x as x``: not used here, re-exported for the callers and tests that import these names from this module.
-from privtune.optim._second_order_plan import CALIBRATION_SLACK as CALIBRATION_SLACK
-from privtune.optim._second_order_plan import VARIANTS, _make_plan, _Plan, _validate
-from privtune.optim._second_order_plan import _Rules as _Rules
-from privtune.optim._second_order_steps import (
+from privtune.optim.second_order._plan import CALIBRATION_SLACK as CALIBRATION_SLACK
+from privtune.optim.second_order._plan import VARIANTS, _make_plan, _Plan, _validate
+from privtune.optim.second_order._plan import _Rules as _Rules
+from privtune.optim.second_order._steps import (
     SecondOrderHistory,
     _DataOracle,
     _readonly,
@@ -74,10 +75,9 @@ from privtune.optim._second_order_steps import (
     _run_phase,
     _Trace,
 )
-from privtune.optim._second_order_steps import _line_search as _line_search
-from privtune.optim._second_order_steps import _smallest_eigenpair as _smallest_eigenpair
-from privtune.optim._second_order_steps import curvature_direction as curvature_direction
-from privtune.optim.accelerated._solvers import _check_label_shape, _public_shape, _read_data
+from privtune.optim.second_order._steps import _line_search as _line_search
+from privtune.optim.second_order._steps import _smallest_eigenpair as _smallest_eigenpair
+from privtune.optim.second_order._steps import curvature_direction as curvature_direction
 from privtune.utils._random import check_random_state
 from privtune.utils._validation import check_integer, label_entries
 
@@ -313,7 +313,7 @@ def dp_second_order(
     loss : {"sigmoid", "nonconvex_logistic"}, default="sigmoid"
         ``sigmoid(-y x^T w) + (l2/2)||w||^2`` or
         ``log(1 + exp(-y x^T w)) + l2 sum_i w_i^2 / (1 + w_i^2)``
-        (:mod:`privtune.optim._nonconvex`).
+        (:mod:`privtune.optim.second_order._nonconvex`).
     epsilon : float in (0, inf), default=1.0
     delta : float in (0, 1), default=1e-6
         The run is ``(epsilon, delta)``-DP (the paper's ``delta = 1/n`` is weak for
@@ -457,7 +457,7 @@ def dp_second_order(
     position) added with ``math.fsum``; each mechanism is built with its exact
     sensitivity times a factor ``psi`` that provably covers that rounding,
     the float error of the rows' clipping and of the loss derivatives
-    (:func:`privtune.optim._second_order_plan._rounding_factors`,
+    (:func:`privtune.optim.second_order._plan._rounding_factors`,
     :mod:`privtune.optim._sums`; ``psi - 1`` is at most about ``m 2**-40``, and 0
     for the Hessian with ``hessian_sensitivity="paper"`` when its ``sqrt(d)``
     already covers it). A line-search query is the mean over the rows of each

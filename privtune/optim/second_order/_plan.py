@@ -10,10 +10,10 @@ mechanisms and the loop's step and stopping rules (``_Rules``), gathered in
 ``CALIBRATION_SLACK``) live here too.
 
 The loop that runs the plan, its eigensolvers and its trace are in
-:mod:`privtune.optim._second_order_steps`; the public functions and the result
+:mod:`privtune.optim.second_order._steps`; the public functions and the result
 in :mod:`privtune.optim.second_order` (whose docstring states the method, the
 privacy argument and the deviations from the paper); the losses and their
-constants in :mod:`privtune.optim._nonconvex`. The subsampled RDP bound is
+constants in :mod:`privtune.optim.second_order._nonconvex`. The subsampled RDP bound is
 [WBK19] of :mod:`privtune.optim.second_order`.
 """
 
@@ -39,14 +39,14 @@ from privtune.accounting.events import (
 from privtune.accounting.rdp_math import DEFAULT_ORDERS
 from privtune.exceptions import InvalidParameterError
 from privtune.mechanisms.gaussian import Gaussian, calibrate_rdp_gaussian
-from privtune.optim._nonconvex import (
+from privtune.optim._sums import check_sum_terms, clip_norm_bound, rounding_factor
+from privtune.optim.second_order._nonconvex import (
     LossConstants,
     NonconvexLoss,
     curvature_roots,
     get_nonconvex_loss,
     trial_count,
 )
-from privtune.optim._sums import check_sum_terms, clip_norm_bound, rounding_factor
 from privtune.utils._validation import check_choice as _choice
 from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
 

@@ -10,7 +10,7 @@ noise added by ``_Releases``; ``_Trace`` records the released quantities into
 a ``SecondOrderHistory``.
 
 The step and stopping constants come from the plan (``_Rules``, built in
-:mod:`privtune.optim._second_order_plan`); only the Lanczos failure
+:mod:`privtune.optim.second_order._plan`); only the Lanczos failure
 probability and the line-search query range are set here. The public
 functions, the result and the references (Lanczos: [CDHS18]; AboveThreshold:
 [DR14]) are in :mod:`privtune.optim.second_order`.
@@ -27,16 +27,16 @@ import numpy as np
 
 from privtune.mechanisms.gaussian import Gaussian
 from privtune.mechanisms.sparse_vector import SparseVector
-from privtune.optim._nonconvex import (
+from privtune.optim._result import _readonly
+from privtune.optim._sums import blocked_sum, rounding_factor
+from privtune.optim.second_order._nonconvex import (
     NonconvexLoss,
     lanczos_iterations,
     lanczos_smallest,
     pack_upper,
     unpack_symmetric,
 )
-from privtune.optim._result import _readonly
-from privtune.optim._second_order_plan import _Rules
-from privtune.optim._sums import blocked_sum, rounding_factor
+from privtune.optim.second_order._plan import _Rules
 
 #: Failure probability ``delta_L`` of one Lanczos call (Carmon et al. 2018, Lemma C.1): a utility, not a privacy, knob.
 LANCZOS_FAILURE = 1e-3
@@ -94,7 +94,7 @@ class _DataOracle:
     where the gradient was just computed does not recompute them. Every sum over rows is a
     :func:`privtune.optim._sums.blocked_sum` (blocks of 4 096 rows by position, added with ``math.fsum``;
     up to 4 096 rows, the one BLAS product or ``np.sum`` as before), whose rounding the mechanisms'
-    sensitivities pay for (:func:`privtune.optim._second_order_plan._rounding_factors`). No
+    sensitivities pay for (:func:`privtune.optim.second_order._plan._rounding_factors`). No
     floating-point warning is emitted (one could depend on a row).
     """
 
