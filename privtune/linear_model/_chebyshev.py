@@ -35,7 +35,7 @@ from privtune.optim.piecewise import (
     pwa_perturb_solution,
     pwa_subgradient,
 )
-from privtune.optim.piecewise_core import check_box
+from privtune.optim.piecewise._core import check_box
 from privtune.utils import check_epsilon, check_finite_array, check_integer, check_random_state
 from privtune.utils._validation import entrywise_float, label_entries
 

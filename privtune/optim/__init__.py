@@ -93,6 +93,8 @@ _MOVED_MODULES = {
     "_second_order_plan": "second_order._plan",
     "_second_order_steps": "second_order._steps",
     "_nonconvex": "second_order._nonconvex",
+    "piecewise_core": "piecewise._core",
+    "piecewise_sampling": "piecewise._sampling",
 }
 
 

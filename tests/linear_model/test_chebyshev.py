@@ -259,7 +259,7 @@ def test_a_failing_lp_solver_never_refuses_after_the_charge(method, extra, monke
     the raw targets (a refusal depending on them). Now M_S adds its noise to the box's centre (any map into the
     box is covered by its sensitivity), the rejection sampler starts from the closed-form lower bound of min f
     (exact, same certificate), and M_P releases the centre (post-processing)."""
-    import privtune.optim.piecewise_core as core
+    import privtune.optim.piecewise._core as core
 
     class _Failed:
         status, x, message = 2, None, "forced failure"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-import privtune.optim.piecewise as pw
+import privtune.optim.piecewise._mechanisms as pw
 from privtune.accounting import Accountant, Budget, EpsilonDeltaEvent, LaplaceEvent
 from privtune.exceptions import BudgetExceededError, InvalidParameterError
 from privtune.optim.piecewise import (
@@ -21,7 +21,7 @@ from privtune.optim.piecewise import (
     pwa_uniform,
     solve_pwa,
 )
-from privtune.optim.piecewise_sampling import gibbs_tv_bound, rejection_tv_bound, sample_piecewise_exponential
+from privtune.optim.piecewise._sampling import gibbs_tv_bound, rejection_tv_bound, sample_piecewise_exponential
 from privtune.utils import check_random_state
 
 MECHS = {
@@ -376,9 +376,9 @@ def test_the_rejection_samplers_reference_never_exceeds_the_minimum(monkeypatch)
     which is above min f whenever HiGHS stops short of the optimum. Here linprog returns a feasible but suboptimal
     point without duals: the reference must still be at most min f (the closed-form bound), and within W of max f.
     With the real solver the dual bound is tight."""
-    import privtune.optim.piecewise as pw
-    import privtune.optim.piecewise_core as core
-    from privtune.optim.piecewise_core import pwa_reference_value
+    import privtune.optim.piecewise._core as core
+    import privtune.optim.piecewise._mechanisms as pw
+    from privtune.optim.piecewise._core import pwa_reference_value
 
     A = np.array([[1.0], [-1.0], [0.5]])
     b = np.array([0.0, 0.0, -0.25])

@@ -101,8 +101,8 @@ import numpy as np
 import pytest
 
 from privtune.linear_model import DPChebyshevRegressor, DPNonConvexClassifier, _chebyshev, _nonconvex
-from privtune.optim import piecewise
 from privtune.optim._losses import clip_rows
+from privtune.optim.piecewise import _mechanisms as piecewise
 from privtune.optim.second_order import _solver as second_order
 from privtune.testing import audit_mechanism
 

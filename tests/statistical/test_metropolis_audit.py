@@ -62,8 +62,8 @@ from scipy import stats
 from privtune.accounting import Accountant, Budget
 from privtune.exceptions import InvalidParameterError
 from privtune.optim.piecewise import pwa_exponential
-from privtune.optim.piecewise_core import solve_pwa
-from privtune.optim.piecewise_sampling import sample_rejection
+from privtune.optim.piecewise._core import solve_pwa
+from privtune.optim.piecewise._sampling import sample_rejection
 from privtune.testing import audit_mechanism
 from privtune.utils import check_random_state
 

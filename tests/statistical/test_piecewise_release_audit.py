@@ -54,8 +54,8 @@ import pytest
 from scipy import stats
 
 from privtune.optim.piecewise import pwa_exponential, pwa_perturb_solution
-from privtune.optim.piecewise_core import solve_pwa
-from privtune.optim.piecewise_sampling import sample_rejection
+from privtune.optim.piecewise._core import solve_pwa
+from privtune.optim.piecewise._sampling import sample_rejection
 from privtune.testing import audit_mechanism
 from privtune.utils import check_random_state
 

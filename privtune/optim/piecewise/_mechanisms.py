@@ -26,7 +26,7 @@ mechanisms:
   solution calibrated to the box's diameter, projected back onto the box;
 * :func:`pwa_exponential` (M_E, §4.3): the exponential mechanism on the box,
   sampled by capped rejection, Gibbs or Metropolis (see
-  :mod:`privtune.optim.piecewise_sampling` for what each guarantees);
+  :mod:`privtune.optim.piecewise._sampling` for what each guarantees);
 * :func:`pwa_subgradient` (Alg. 1/2, §4.4): the DP subgradient method, with the
   sign of Alg. 1 corrected, projection onto the box and a private
   (weighted-average) output;
@@ -60,7 +60,7 @@ from privtune.accounting.events import EpsilonDeltaEvent, ExponentialEvent, Lapl
 from privtune.exceptions import InvalidParameterError
 from privtune.mechanisms import Exponential, Laplace
 from privtune.mechanisms._grid import MAX_GRID_INDEX
-from privtune.optim.piecewise_core import (
+from privtune.optim.piecewise._core import (
     PiecewiseResult,
     _Problem,
     charge,
@@ -73,7 +73,7 @@ from privtune.optim.piecewise_core import (
     solve_pwa,
     totals,
 )
-from privtune.optim.piecewise_sampling import (
+from privtune.optim.piecewise._sampling import (
     gibbs_tv_bound,
     rejection_tv_bound,
     sample_gibbs,
@@ -315,7 +315,7 @@ def pwa_exponential(A: Any, b: Any, *, bounds: Any, epsilon: float, offset_bound
         As in :func:`pwa_perturb_objective`. The score ``-f(x)`` has
         sensitivity ``offset_bound`` whatever ``n_changed`` is (Lemma 18).
     sampler : {"rejection", "gibbs", "metropolis"}, default="rejection"
-        How to sample (see :mod:`privtune.optim.piecewise_sampling`).
+        How to sample (see :mod:`privtune.optim.piecewise._sampling`).
     n_steps : int in [1, inf) or None, default=None
         ``"rejection"``: the cap on proposals (``None``: 10**6); ``"gibbs"``:
         sweeps (``None``: 100); ``"metropolis"``: steps (``None``: 5000, the paper's).
@@ -371,7 +371,7 @@ def pwa_exponential(A: Any, b: Any, *, bounds: Any, epsilon: float, offset_bound
     of ``"rejection"`` depends on ``b`` (not part of the release). The
     rejection sampler's reference value is a certified lower bound of
     ``min_P f`` within ``W`` of ``max_P f``
-    (:func:`~privtune.optim.piecewise_core.pwa_reference_value`: the LP's dual
+    (:func:`~privtune.optim.piecewise._core.pwa_reference_value`: the LP's dual
     bound, or the closed form ``max_i min_P (a_i . x + b_i)``), never ``f`` at
     the LP's solution, which can sit above ``min_P f`` by the solver's
     tolerance and would then clip acceptance probabilities at 1; an LP failure
