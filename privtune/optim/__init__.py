@@ -2,7 +2,17 @@
 
 Each function returns a frozen :class:`DPOptimizeResult` holding the solution,
 its history of public or privatised quantities, and the privacy events it
-charged.
+charged. Each paper's optimiser is a subpackage (:mod:`~privtune.optim.piecewise`,
+:mod:`~privtune.optim.accelerated`, :mod:`~privtune.optim.line_search`,
+:mod:`~privtune.optim.second_order`); the modules beside them are shared: the
+margin losses and row clipping (``_losses``), the exactly bounded sums
+(``_sums``) and the result type (``_result``).
+
+Seed 001 (Han, Topcu & Pappas 2014, pure epsilon-DP minimisation of a
+max-affine function over a box): :func:`pwa_perturb_objective`,
+:func:`pwa_perturb_solution`, :func:`pwa_exponential`, :func:`pwa_subgradient`,
+the baselines :func:`pwa_box_centre` and :func:`pwa_uniform`, and
+:func:`solve_pwa`, :func:`pwa_objective`, :class:`PiecewiseResult`.
 
 Seed 002 (Kuru et al. 2022, pure epsilon-DP, Laplace noise, replace-one):
 :func:`dp_accelerated` and its fixed-solver forms :func:`dp_gradient_descent`,
