@@ -14,7 +14,7 @@ from privtune.report import _tables as T
 from privtune.report._canonical import fmt
 
 if TYPE_CHECKING:  # pragma: no cover
-    from privtune.report._report import TuningReport
+    from privtune.report._data import ReportData
 
 __all__ = ["render_html"]
 
@@ -83,7 +83,7 @@ def _section(title: str, *parts: str) -> str:
     return f"<section><h2>{_e(title)}</h2>{''.join(parts)}</section>"
 
 
-def _cards(r: TuningReport) -> str:
+def _cards(r: ReportData) -> str:
     rel, conf = r.release, r.configuration
     noise = rel.get("noise", {})
     params = rel.get("params")
@@ -113,7 +113,7 @@ def _cards(r: TuningReport) -> str:
     return f'<div class="cards">{out}</div>{warn}'
 
 
-def _banners(r: TuningReport) -> str:
+def _banners(r: ReportData) -> str:
     out = []
     if r.is_seeded:
         out.append('<div class="banner seeded"><strong>Seeded — not for release.</strong> This run used '
@@ -126,7 +126,7 @@ def _banners(r: TuningReport) -> str:
     return "".join(out)
 
 
-def _history(r: TuningReport) -> str:
+def _history(r: ReportData) -> str:
     note = T.history_note(r)
     out = f'<p class="notreleasable">{_e(note)}</p>' if note else ""
     if r.release.get("trajectory_releasable"):
@@ -135,7 +135,7 @@ def _history(r: TuningReport) -> str:
     return out
 
 
-def render_html(r: TuningReport) -> str:
+def render_html(r: ReportData) -> str:
     """The report as one self-contained HTML page with four kinds of figure.
 
     Parameters

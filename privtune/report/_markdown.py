@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from privtune.report import _tables as T
 
 if TYPE_CHECKING:  # pragma: no cover
-    from privtune.report._report import TuningReport
+    from privtune.report._data import ReportData
 
 __all__ = ["render_markdown", "SEEDED_WARNING"]
 
@@ -26,7 +26,7 @@ def _table(table: T.Table) -> list[str]:
     return out + [""]
 
 
-def render_markdown(r: TuningReport) -> str:
+def render_markdown(r: ReportData) -> str:
     """The report as Markdown: headline, warnings, then budget, ledger, bounds and details tables.
 
     Parameters

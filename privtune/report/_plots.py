@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from privtune.report._canonical import as_float
 
 if TYPE_CHECKING:  # pragma: no cover
-    from privtune.report._report import TuningReport
+    from privtune.report._data import ReportData
 
 __all__ = ["scores_plot", "budget_plot", "candidates_plot", "selection_plot"]
 
@@ -60,7 +60,7 @@ def _png(fig: Any) -> str:
 
 
 # -- (1) released scores over iterations --------------------------------------------------
-def scores_plot(r: TuningReport) -> str | None:
+def scores_plot(r: ReportData) -> str | None:
     """Released (noisy) scores per iteration with ±2 noise sd, and the final release; None if not releasable."""
     pts = [(h["iteration"], as_float(h.get("released_score")), as_float(h.get("noise_std")) or 0.0)
            for h in r.history if as_float(h.get("released_score")) is not None]
@@ -93,7 +93,7 @@ def scores_plot(r: TuningReport) -> str | None:
 
 
 # -- (2) budget per phase ---------------------------------------------------------------
-def budget_plot(r: TuningReport) -> str | None:
+def budget_plot(r: ReportData) -> str | None:
     """Horizontal bars: epsilon per phase, overall spent, and the declared budget as a line."""
     bars: list[tuple[str, float, str]] = []
     for p in r.phases():
@@ -148,7 +148,7 @@ def _set_axis(ax: Any, which: str, name: str, spec: Mapping[str, Any], log: bool
                                                                                  hi + 0.03 * (hi - lo))))
 
 
-def candidates_plot(r: TuningReport) -> str | None:
+def candidates_plot(r: ReportData) -> str | None:
     """Λ (grey), the evaluated points where released, and the chosen point (red star), over two dimensions."""
     c = r.candidates
     names = list(c.get("names", ()))
@@ -195,7 +195,7 @@ def candidates_plot(r: TuningReport) -> str | None:
 
 
 # -- (4) selection ---------------------------------------------------------------------
-def _evidence_plot(r: TuningReport) -> str | None:
+def _evidence_plot(r: ReportData) -> str | None:
     """noisy-ucb: released observations per evaluated candidate; lambda~ = argmax mu_T is post-processing."""
     per: dict[tuple[Any, ...], list[float]] = {}
     sds: dict[tuple[Any, ...], float] = {}
@@ -231,7 +231,7 @@ def _evidence_plot(r: TuningReport) -> str | None:
         return _png(fig)
 
 
-def _best_case_plot(r: TuningReport) -> str | None:
+def _best_case_plot(r: ReportData) -> str | None:
     """EM methods: data-independent best-case selectivity against the uniform baseline."""
     d = r.release.get("diagnostics", {})
     best, uni = as_float(d.get("top_decile_mass_best_case")), as_float(d.get("top_decile_mass_uniform"))
@@ -259,7 +259,7 @@ def _best_case_plot(r: TuningReport) -> str | None:
         return _png(fig)
 
 
-def selection_plot(r: TuningReport) -> tuple[str | None, str]:
+def selection_plot(r: ReportData) -> tuple[str | None, str]:
     """The selection figure and its kind (:func:`~privtune.report._tables.selection_statement`).
 
     ``"evidence"`` (noisy-ucb: the released observations behind λ̃),

@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from privtune.report._canonical import as_float, fmt
+from privtune.report._data import CONDITIONAL_WARNING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from privtune.report._report import TuningReport
+    from privtune.report._data import ReportData
 
 __all__ = ["Table", "headline", "budget_table", "ledger_table", "utility_table", "diagnostics_table",
            "history_table", "configuration_table", "space_table", "estimator_table", "environment_table",
@@ -21,10 +22,6 @@ __all__ = ["Table", "headline", "budget_table", "ledger_table", "utility_table",
            "EVIDENCE_SELECTION", "EM_METHODS", "CONDITIONAL_WARNING"]
 
 Table = tuple[list[str], list[list[str]]]
-
-#: The conditional guarantee's caveat (Kusner et al. Alg. 1/2), as reports must state it.
-CONDITIONAL_WARNING = ("holds only under the declared GP prior (Kusner et al. Assumption 1), with probability at "
-                       "least 1 − δ")
 
 #: Methods whose hyperparameters are chosen by an exponential mechanism over raw scores (``random`` with random
 #: stopping excepted: see :func:`selection_statement`).
@@ -60,7 +57,7 @@ def _ordered(d: Mapping[str, Any], first: tuple[str, ...] | list[str] = ()) -> l
     return [(k, d[k]) for k in keys + sorted(k for k in d if k not in keys)]
 
 
-def space_names(r: TuningReport) -> list[str]:
+def space_names(r: ReportData) -> list[str]:
     """The hyperparameters in the search space's order (``candidates["names"]``)."""
     return [str(n) for n in r.candidates.get("names", ())]
 
@@ -98,7 +95,7 @@ def _budget_text(b: Mapping[str, Any] | None) -> str:
     return f"ε = {fmt(b.get('epsilon'), 6)}, δ = {fmt(b.get('delta'), 3)}"
 
 
-def score_verdict(r: TuningReport) -> str | None:
+def score_verdict(r: ReportData) -> str | None:
     """A plain-words warning when the released score's noise dwarfs the declared score range (else None).
 
     Public quantities only: the noise scale and the declared bounds (the same
@@ -116,7 +113,7 @@ def score_verdict(r: TuningReport) -> str | None:
     return None if verdict is None else verdict[0].upper() + verdict[1:]
 
 
-def headline(r: TuningReport) -> list[tuple[str, str]]:
+def headline(r: ReportData) -> list[tuple[str, str]]:
     """The headline facts: (label, text) pairs."""
     rel, conf = r.release, r.configuration
     noise = rel.get("noise", {})
@@ -142,7 +139,7 @@ def headline(r: TuningReport) -> list[tuple[str, str]]:
     return rows
 
 
-def budget_table(r: TuningReport) -> Table:
+def budget_table(r: ReportData) -> Table:
     """Budget per phase, then the per-role and overall totals."""
     rows = [[p, fmt(b.get("epsilon"), 6), fmt(b.get("delta"), 3)]
             for p, b in ((p, r.budget["by_phase"][p]) for p in r.phases())]
@@ -155,7 +152,7 @@ def budget_table(r: TuningReport) -> Table:
     return ["phase", "ε", "δ"], rows
 
 
-def ledger_table(r: TuningReport) -> Table:
+def ledger_table(r: ReportData) -> Table:
     """Every charge: index, phase, role, mechanism, its parameters, guarantee, relation, label."""
     rows = []
     for e in r.ledger:
@@ -167,7 +164,7 @@ def ledger_table(r: TuningReport) -> Table:
     return ["#", "phase", "role", "mechanism", "parameters", "guarantee", "relation", "label"], rows
 
 
-def utility_table(r: TuningReport) -> tuple[Table | None, str | None]:
+def utility_table(r: ReportData) -> tuple[Table | None, str | None]:
     """The utility bounds (score units) and their statement, or (None, None) when the method has none."""
     ub = r.release.get("utility_bounds", {})
     if not ub:
@@ -176,14 +173,14 @@ def utility_table(r: TuningReport) -> tuple[Table | None, str | None]:
     return (["bound", "value"], rows), ub.get("statement")
 
 
-def diagnostics_table(r: TuningReport) -> Table:
+def diagnostics_table(r: ReportData) -> Table:
     """Noise scales (score units) and diagnostics, flattened."""
     rows = [[f"noise.{k}", _cell(v, 6)] for k, v in sorted(_flatten(r.release.get("noise", {})), key=lambda kv: kv[0])]
     rows += [[k, _cell(v, 6)] for k, v in sorted(_flatten(r.release.get("diagnostics", {})), key=lambda kv: kv[0])]
     return ["quantity", "value"], rows
 
 
-def history_table(r: TuningReport) -> Table:
+def history_table(r: ReportData) -> Table:
     """The iteration history (released fields only)."""
     names = space_names(r)
     rows = [[str(h.get("iteration")), params_text(h.get("params"), names=names) if h.get("params") else "—",
@@ -192,7 +189,7 @@ def history_table(r: TuningReport) -> Table:
     return ["iteration", "params", "released score", "noise sd", "ε spent (cumulative)"], rows
 
 
-def configuration_table(r: TuningReport) -> Table:
+def configuration_table(r: ReportData) -> Table:
     """Declared configuration, with the candidate set summary."""
     rows = [[k, _cell(v, 6)] for k, v in _ordered(r.configuration, _CONFIG_ORDER) if k != "method_params"]
     rows.insert(0, ["method", r.method])
@@ -206,18 +203,18 @@ def configuration_table(r: TuningReport) -> Table:
     return ["setting", "value"], rows
 
 
-def space_table(r: TuningReport) -> Table:
+def space_table(r: ReportData) -> Table:
     """The search space."""
     return ["hyperparameter", "dimension"], [[n, str(s.get("repr"))]
                                              for n, s in _ordered(r.search_space, space_names(r))]
 
 
-def estimator_table(r: TuningReport) -> Table:
+def estimator_table(r: ReportData) -> Table:
     """The estimator's (repr'd) parameters."""
     return ["parameter", "value"], [[k, _cell(v)] for k, v in _ordered(r.estimator.get("params", {}))]
 
 
-def environment_table(r: TuningReport) -> Table:
+def environment_table(r: ReportData) -> Table:
     """Versions, Python and platform."""
     from privtune.report._canonical import DISTRIBUTIONS
 
@@ -229,18 +226,18 @@ def environment_table(r: TuningReport) -> Table:
     return ["component", "version"], rows
 
 
-def timings_table(r: TuningReport) -> Table:
+def timings_table(r: ReportData) -> Table:
     """The time-dependent section."""
     return ["timing", "value"], [[k, _cell(v, 6)] for k, v in _ordered(r.timings, ("created_utc",))]
 
 
-def _screening(r: TuningReport) -> Mapping[str, Any]:
+def _screening(r: ReportData) -> Mapping[str, Any]:
     """``prescreen``'s public summary of its screening (empty for other methods)."""
     d = r.release.get("diagnostics", {}).get("prescreen")
     return d if isinstance(d, Mapping) else {}
 
 
-def history_note(r: TuningReport) -> str | None:
+def history_note(r: ReportData) -> str | None:
     """Why the iteration history (or its scores) is not shown, or None when it is fully shown."""
     rel = r.release
     if rel.get("trajectory_releasable"):
@@ -258,23 +255,23 @@ def history_note(r: TuningReport) -> str | None:
     return TRAJECTORY_NOT_RELEASABLE
 
 
-def selection_releasable(r: TuningReport) -> bool:
+def selection_releasable(r: ReportData) -> bool:
     """True when the selection rests on released values only (post-processing: ``noisy-ucb``)."""
     return r.method not in EM_METHODS and r.release.get("trajectory_releasable", False)
 
 
-def _selection_stopping(r: TuningReport) -> bool:
+def _selection_stopping(r: ReportData) -> bool:
     return r.method == "random" and r.release.get("diagnostics", {}).get("selection") == "random-stopping"
 
 
-def _fits_text(r: TuningReport) -> str:
+def _fits_text(r: ReportData) -> str:
     """How the candidates' models were fitted (with sensitive training rows: DP fits)."""
     if r.configuration.get("sensitive") in ("training", "both"):
         return " (each a differentially private fit on the sensitive training rows)"
     return ""
 
 
-def selection_statement(r: TuningReport) -> tuple[str, str]:
+def selection_statement(r: ReportData) -> tuple[str, str]:
     """How λ̃ was chosen and what was released to choose it, from what the report's method releases.
 
     Returns
@@ -342,7 +339,7 @@ def selection_statement(r: TuningReport) -> tuple[str, str]:
     return ("best-case" if has_best_case else "none"), SELECTION_NOT_RELEASABLE
 
 
-def candidates_note(r: TuningReport) -> str:
+def candidates_note(r: ReportData) -> str:
     """The caption of the candidate set: what it is and what it depends on (public content only)."""
     c = r.candidates
     seed = "seed " + str(c.get("seed")) if c.get("seed") is not None else "secure seed (not recorded)"
@@ -360,7 +357,7 @@ def candidates_note(r: TuningReport) -> str:
     return f"{what}; {seed}{stored}. Log dimensions are drawn on log axes."
 
 
-def diagnostics_note(r: TuningReport) -> str:
+def diagnostics_note(r: ReportData) -> str:
     """What the noise scales and diagnostics are (public content only)."""
     text = "Noise scales are in score units; diagnostics are data-independent or post-processing of releases"
     if r.method == "prescreen":
