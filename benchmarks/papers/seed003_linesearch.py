@@ -53,9 +53,9 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 from privtune.accounting.rdp_math import rdp_to_epsilon  # noqa: E402
 from privtune.exceptions import InvalidParameterError  # noqa: E402
 from privtune.mechanisms.gaussian import Gaussian  # noqa: E402
-from privtune.optim import _line_search_accounting as A  # noqa: E402
-from privtune.optim import line_search as LS  # noqa: E402
 from privtune.optim._losses import MarginLoss  # noqa: E402
+from privtune.optim.line_search import _accounting as A  # noqa: E402
+from privtune.optim.line_search import _blsgd as LS  # noqa: E402
 from privtune.utils._random import check_random_state  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root

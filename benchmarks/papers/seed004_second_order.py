@@ -35,8 +35,8 @@ from joblib import Parallel, delayed  # noqa: E402
 from scipy.optimize import minimize  # noqa: E402
 from sklearn.datasets import make_classification  # noqa: E402
 
-from privtune.optim._nonconvex import NonconvexLoss  # noqa: E402
 from privtune.optim.second_order import VARIANTS, dp_second_order, second_order_privacy_event  # noqa: E402
+from privtune.optim.second_order._nonconvex import NonconvexLoss  # noqa: E402
 
 N_TRAIN, N_TEST, D, SCALE, LAM, DELTA = 50_000, 10_000, 22, 8.0, 1e-3, 1e-6
 LOSSES = ["sigmoid", "nonconvex_logistic"]

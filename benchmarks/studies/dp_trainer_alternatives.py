@@ -62,9 +62,8 @@ from scipy.optimize import brentq  # noqa: E402
 from sklearn.svm import SVC, LinearSVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
-import privtune.optim._accelerated_plan as plan_module  # noqa: E402
-
 import privtune  # noqa: E402
+import privtune.optim.accelerated._plan as plan_module  # noqa: E402
 from benchmarks._common import QUICK_HELP, RESULTS, datasets, output_dir, prepare, quick_tasks  # noqa: E402
 from privtune.linear_model import DPLogisticRegression  # noqa: E402
 from privtune.optim._losses import _FLOAT32_SHRINK  # noqa: E402

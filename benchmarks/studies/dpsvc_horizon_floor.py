@@ -39,12 +39,11 @@ import numpy as np  # noqa: E402
 from sklearn.datasets import make_circles, make_classification, make_moons  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
-from privtune.optim._accelerated_plan import gaussian_run_multiplier  # noqa: E402
-from privtune.optim._schedules import auto_horizon  # noqa: E402
-
 import privtune  # noqa: E402
 from benchmarks._common import QUICK_HELP, RESULTS, output_dir, prepare, quick_tasks  # noqa: E402
 from benchmarks.studies.dpsvc_column_balance import tasks as balance_tasks  # noqa: E402
+from privtune.optim.accelerated._plan import gaussian_run_multiplier  # noqa: E402
+from privtune.optim.accelerated._schedules import auto_horizon  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
 OUT = RESULTS

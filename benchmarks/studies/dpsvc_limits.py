@@ -62,10 +62,9 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.svm import SVC, LinearSVC  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
-from privtune.optim._accelerated_plan import gaussian_run_multiplier  # noqa: E402
-
 import privtune  # noqa: E402
 from benchmarks._common import QUICK_HELP, RESULTS, datasets, output_dir, prepare, scale_rows  # noqa: E402
+from privtune.optim.accelerated._plan import gaussian_run_multiplier  # noqa: E402
 from privtune.svm import DPSVC  # noqa: E402
 
 OUT = RESULTS
