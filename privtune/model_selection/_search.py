@@ -3,7 +3,18 @@
 This module holds the class and the search itself (``fit``); its set-up before
 any data is read is in ``_config.py``, the training role (which DP fits are paid
 for, up front) in ``_training.py``, public pre-screening in ``_prescreen.py``,
-what it exposes afterwards in ``_results.py``, input checks in ``_inputs.py``.
+what it exposes afterwards in ``_results.py``, input checks in ``_inputs.py``,
+and the frozen objects the stages pass on (the settings, the plan, the data
+parts, the run) in ``_plan.py``.
+
+``fit`` reads top to bottom: ``_validate_params`` (the parameters alone) ->
+``_plan`` (the inputs' public structure and sizes) -> ``_open_study`` ->
+``_candidates`` (seeds, split or folds, candidate set) -> ``_open_run`` (the
+validation accountant, its plan checked) -> ``_screen`` (public training rows
+only, free) -> ``_fit_search``: ``_training`` (the training role, checked) ->
+``_evaluation`` (the objective, nothing run) -> ``_pay`` (the training plan,
+before the first fit) -> ``_evaluate`` (the method's run: each release charged
+before its access) -> ``_release`` -> ``_refit`` -> ``_record``.
 """
 
 from __future__ import annotations
@@ -1078,28 +1089,98 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         return TrainingRole(accountant=train_acc, plan=train_plan, tickets=tickets,
                             reuse=self._reuses_selected_fit(plan.settings, plan.method, plan.n_folds))
 
-    def _evaluation(self, plan: SearchPlan, data: SearchData, role: TrainingRole) -> _Evaluation:  # noqa: C901
-        """The objective the method evaluates (fit on the training rows, score on the validation rows), how it is
-        mapped over workers, and how its records are shown and delivered; nothing is fitted or charged here.
+    def _evaluation(self, plan: SearchPlan, data: SearchData, role: TrainingRole) -> _Evaluation:
+        """The objective the method evaluates (:meth:`_objective`), how it is mapped over workers, and how its
+        records are shown and delivered; nothing is fitted or charged here."""
+        settings, method, candidates = plan.settings, plan.method, plan.candidates
+        tickets = role.tickets
+        # Each fit's own random_state, derived from the stored seeds when left at None (see _seeding): always with
+        # public training rows; with sensitive ones only in a seeded search (else each DP fit's noise is secure).
+        seeder = FitSeeder(plan.seeds, active=self.sensitive == "validation" or bool(plan.source.seeded))
+        evaluate_here = self._evaluates_here(plan)
+        objective, runs, fitted = self._objective(plan, data, role, seeder)
+
+        # The scorer silences warnings while it reads validation rows; Python's warning filters are process-wide,
+        # so with threads (n_jobs) another thread's exit could restore them mid-scoring; a DP fit reads sensitive
+        # training rows; and along a raw-score path (or random stopping's secret number of runs) even the public
+        # fits' warnings tell which candidates were fitted: in these cases the whole run is silenced, here and in
+        # every worker process (which does not inherit this process's filters).
+        quiet = (self.sensitive != "validation" or self.n_jobs not in (None, 1)
+                 or method.name in _RAW_TRAJECTORY or settings.stopping)
+        # In threads: fits that charge the shared training accountant, and sensitive rows whose cells may not
+        # pickle (an object array: whether shipping them to a process fails would depend on one cell).
+        threads = tickets is not None or not plan.ships
+        mapper = make_mapper(self.n_jobs, threads=threads, quiet=quiet) if not evaluate_here else None
+        # A progress display on the local terminal, never part of a release. The GP methods report each
+        # (released) iteration; ``random`` with the exponential selection counts the evaluations of its fixed,
+        # data-independent batch when they run in this process. Random stopping shows nothing: its number of
+        # runs K is secret.
+        batch = method.name in ("random", "prescreen")  # a fixed batch, then the selection: records come last
+        counts = batch and getattr(method, "selection", None) == "exponential" and mapper is None
+        verbose = settings.verbose
+        shown = verbose >= 1 and (not batch or counts)
+        progress = _Progress((method.max_evaluations(candidates) or settings.n_iter) if counts else settings.n_iter,
+                             shown, show_time=method.name not in _RAW_TRAJECTORY)  # no clock on a secret path
+        if counts and shown:
+            inner_objective, n_done = objective, [0]
+
+            def objective(params: Mapping[str, Any]) -> float:  # noqa: F811 - the same objective, counted
+                value = inner_objective(params)
+                n_done[0] += 1
+                progress.evaluated(n_done[0])
+                return value
+
+        if runs is not None:
+            objective.keep_last_run = runs.keep_last_run  # type: ignore[attr-defined] - the method's hook
+        user_callbacks = list(self.callbacks or [])
+
+        def deliver(record: Any) -> bool:
+            if not batch:  # random's records all arrive after its batch (counted above)
+                progress(record)
+            if verbose >= 2:
+                _logger.info("iteration %d: epsilon spent %.4g, released score %s", record.iteration,
+                             record.epsilon_spent, record.released_score)
+            stop = False
+            for cb in user_callbacks:
+                stop = bool(cb(record)) or stop
+            return stop
+
+        # Along a raw-score path the moment each record arrives would time each step of the secret trajectory
+        # (which candidates were fitted and scored): its records are held back and delivered after the loop.
+        deferred: list[Any] | None = [] if method.name in _RAW_TRAJECTORY else None
+
+        def callback(record: Any) -> bool:
+            if deferred is not None:
+                deferred.append(record)
+                return False
+            return deliver(record)
+
+        return _Evaluation(objective=objective, callback=callback, deliver=deliver, deferred=deferred,
+                           mapper=mapper, quiet=quiet, progress=progress, seeder=seeder, runs=runs, fitted=fitted)
+
+    def _evaluates_here(self, plan: SearchPlan) -> bool:
+        """Whether the evaluations run in this process, without a worker pool (public rule)."""
+        # In this process (no mapper): random stopping's secret number of runs K, or the raw-score path's final
+        # batch, would be a count of tasks a worker pool (a dask scheduler's task stream) shows.
+        in_process = plan.settings.stopping or plan.method.name in _RAW_TRAJECTORY
+        return self.n_jobs in (None, 1) or in_process
+
+    def _objective(self, plan: SearchPlan, data: SearchData, role: TrainingRole,
+                   seeder: FitSeeder) -> tuple[Callable[[Mapping[str, Any]], float], _RunKeeper | None, dict[str, Any]]:
+        """The objective: fit a candidate on the training rows (each fold's with ``cv``), score it on the validation
+        rows; with the random-stopping run keeper and the fitted candidates the refit may reuse.
 
         The closures below take what they use from local names, never the plan itself: the objective travels to
         worker processes, and the method holds the study's connection.
         """
-        settings, method, candidates = plan.settings, plan.method, plan.candidates
+        settings, method = plan.settings, plan.method
         X_tr, y_tr, X_v, y_v, fit_params = data.X_tr, data.y_tr, data.X_v, data.y_v, data.fit_params
         folds, scorer, tickets, reuse = plan.folds, plan.scorer, role.tickets, role.reuse
-        # Each fit's own random_state, derived from the stored seeds when left at None (see _seeding): always with
-        # public training rows; with sensitive ones only in a seeded search (else each DP fit's noise is secure).
-        seeder = FitSeeder(plan.seeds, active=self.sensitive == "validation" or bool(plan.source.seeded))
         runs_of: dict[str, int] = {}  # how often each candidate ran, when runs are counted in this process
-        # In this process (no mapper): random stopping's secret number of runs K, or the raw-score path's final
-        # batch, would be a count of tasks a worker pool (a dask scheduler's task stream) shows.
-        in_process = settings.stopping or method.name in _RAW_TRAJECTORY
-        # Evaluated here, without a worker pool (below), runs are counted for their seeds; workers cannot share a
-        # count, so a candidate evaluated again there gets the same seed (the same fit).
-        evaluate_here = self.n_jobs in (None, 1) or in_process
-        count_runs = evaluate_here and method.name not in _RAW_TRAJECTORY  # (see objective; no closure over
-        # the method itself, which holds the study's connection and must not travel to workers)
+        # Evaluated here, without a worker pool (see _evaluation), runs are counted for their seeds; workers cannot
+        # share a count, so a candidate evaluated again there gets the same seed (the same fit).
+        count_runs = self._evaluates_here(plan) and method.name not in _RAW_TRAJECTORY  # (see objective; no
+        # closure over the method itself, which holds the study's connection and must not travel to workers)
         estimator = plan.fit_estimator  # self.estimator, without its accountants when the training rows are public
         error_score = self.error_score
         fitted: dict[str, Any] = {}  # candidate -> its DP fit, when best_estimator_ reuses the selected one
@@ -1188,63 +1269,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                 return value
             return first_scores.setdefault(_params_key(params), value)
 
-        # The scorer silences warnings while it reads validation rows; Python's warning filters are process-wide,
-        # so with threads (n_jobs) another thread's exit could restore them mid-scoring; a DP fit reads sensitive
-        # training rows; and along a raw-score path (or random stopping's secret number of runs) even the public
-        # fits' warnings tell which candidates were fitted: in these cases the whole run is silenced, here and in
-        # every worker process (which does not inherit this process's filters).
-        quiet = (self.sensitive != "validation" or self.n_jobs not in (None, 1)
-                 or method.name in _RAW_TRAJECTORY or settings.stopping)
-        # In threads: fits that charge the shared training accountant, and sensitive rows whose cells may not
-        # pickle (an object array: whether shipping them to a process fails would depend on one cell).
-        threads = tickets is not None or not plan.ships
-        mapper = make_mapper(self.n_jobs, threads=threads, quiet=quiet) if not evaluate_here else None
-        # A progress display on the local terminal, never part of a release. The GP methods report each
-        # (released) iteration; ``random`` with the exponential selection counts the evaluations of its fixed,
-        # data-independent batch when they run in this process. Random stopping shows nothing: its number of
-        # runs K is secret.
-        batch = method.name in ("random", "prescreen")  # a fixed batch, then the selection: records come last
-        counts = batch and getattr(method, "selection", None) == "exponential" and mapper is None
-        verbose = settings.verbose
-        shown = verbose >= 1 and (not batch or counts)
-        progress = _Progress((method.max_evaluations(candidates) or settings.n_iter) if counts else settings.n_iter,
-                             shown, show_time=method.name not in _RAW_TRAJECTORY)  # no clock on a secret path
-        if counts and shown:
-            inner_objective, n_done = objective, [0]
-
-            def objective(params: Mapping[str, Any]) -> float:  # noqa: F811 - the same objective, counted
-                value = inner_objective(params)
-                n_done[0] += 1
-                progress.evaluated(n_done[0])
-                return value
-
-        if runs is not None:
-            objective.keep_last_run = runs.keep_last_run  # type: ignore[attr-defined] - the method's hook
-        user_callbacks = list(self.callbacks or [])
-
-        def deliver(record: Any) -> bool:
-            if not batch:  # random's records all arrive after its batch (counted above)
-                progress(record)
-            if verbose >= 2:
-                _logger.info("iteration %d: epsilon spent %.4g, released score %s", record.iteration,
-                             record.epsilon_spent, record.released_score)
-            stop = False
-            for cb in user_callbacks:
-                stop = bool(cb(record)) or stop
-            return stop
-
-        # Along a raw-score path the moment each record arrives would time each step of the secret trajectory
-        # (which candidates were fitted and scored): its records are held back and delivered after the loop.
-        deferred: list[Any] | None = [] if method.name in _RAW_TRAJECTORY else None
-
-        def callback(record: Any) -> bool:
-            if deferred is not None:
-                deferred.append(record)
-                return False
-            return deliver(record)
-
-        return _Evaluation(objective=objective, callback=callback, deliver=deliver, deferred=deferred,
-                           mapper=mapper, quiet=quiet, progress=progress, seeder=seeder, runs=runs, fitted=fitted)
+        return objective, runs, fitted
 
     def _pay(self, plan: SearchPlan, run: SearchRun, role: TrainingRole) -> None:
         """Charge the training role's whole plan before the first fit reads a row (sensitive training rows only).
