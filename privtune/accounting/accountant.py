@@ -94,7 +94,7 @@ from typing import Any
 
 from privtune.accounting._composition import BUDGET_RTOL, _State
 from privtune.accounting._composition import _best as _best  # tests
-from privtune.accounting._composition import _rdp_curve as _rdp_curve  # optim._line_search_accounting
+from privtune.accounting._composition import _rdp_curve as _rdp_curve  # optim.line_search._accounting
 from privtune.accounting._composition import _Sums as _Sums  # pickles of an Accountant made before the split
 from privtune.accounting.budget import Budget
 from privtune.accounting.events import RELATIONS, PrivacyEvent
