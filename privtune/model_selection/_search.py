@@ -845,9 +845,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             candidates = kept
             # judged on what the selection faces (the kept candidates' public screening scores): after the free
             # screening, before any charge and any validation row
-            self._warn_low_utility(method, candidates, scorer, stacklevel=5)
+            self._warn_low_utility(method, candidates, scorer, stacklevel=4)
         elif self.sensitive == "validation":  # public training rows: one fit tried before anything is spent
-            self._warn_low_utility(method, candidates, scorer, stacklevel=5)  # before that fit reads a row
+            self._warn_low_utility(method, candidates, scorer, stacklevel=4)  # before that fit reads a row
             candidates = self._preflight(plan, data, candidates)
         return replace(plan, candidates=candidates)
 
@@ -928,7 +928,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             f"private selection runs over the first {n_keep} candidates of the candidate set, unranked (as "
             "method='random' does). Lower method_params['screen_cv'] or pass more training rows for a "
             "ranking.\n\nBelow are more details about the screening's failures:\n"
-            + failure_summary(failed.failures), FitFailedWarning, stacklevel=5)  # fit's caller's caller, as before
+            + failure_summary(failed.failures), FitFailedWarning, stacklevel=4)  # fit's caller
         method.screen_info = {"screened": int(failed.n_tried), "kept": int(n_keep), "failed": int(failed.n_tried),
                               "on": "the public training rows only (no privacy cost)",
                               "ranking": "none: every screening fit failed; the kept candidates are the first of "
@@ -962,8 +962,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
                 if screening:
                     raise _EveryScreeningFitFailed(failures, n_tried)
                 raise InvalidParameterError(all_failed_message(n_tried, failures, where))
-            # (called two levels below fit: the screening, the pre-flight fit, the scorer's check)
-            warnings.warn(some_failed_message(n_tried, failures, where), FitFailedWarning, stacklevel=6)
+            # three levels below fit (screening, pre-flight fit, scorer's check): names the caller of fit
+            warnings.warn(some_failed_message(n_tried, failures, where), FitFailedWarning, stacklevel=5)
 
         return handle
 
