@@ -20,6 +20,7 @@ Writes ``benchmarks/results/seed001_piecewise.json`` and ``.md``.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import platform
@@ -45,7 +46,7 @@ EPS = 0.1
 N_DRAWS = 100
 GIBBS_SWEEPS = 20
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
-from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks._common import QUICK_HELP, RESULTS, output_dir  # noqa: E402
 
 OUT = RESULTS
 
@@ -102,7 +103,14 @@ def table(rows, key, title):
     return "\n".join(lines) + "\n"
 
 
-def main():
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP + " (3 draws per cell)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        global N_DRAWS
+        N_DRAWS = 3
+    OUT = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/
     t0 = time.time()
     out = {"epsilon": EPS, "n_draws": N_DRAWS, "gibbs_sweeps": GIBBS_SWEEPS, "fig2": [], "fig3": [], "fig1": [],
            "machine": platform.platform(), "python": platform.python_version()}

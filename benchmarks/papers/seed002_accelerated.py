@@ -35,7 +35,7 @@ MS = [100_000, 1000]
 CS = [0.1, 1.0]
 TS = [100, 200, 500, 1000]
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
-from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks._common import QUICK_HELP, output_dir  # noqa: E402
 
 
 def make_data(seed: int = 1):
@@ -78,7 +78,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--quick", action="store_true",
+                    help=QUICK_HELP + " (2 000 rows, m in {2 000, 1 000}, T in {100, 1000}, one run, one process)")
     args = ap.parse_args(argv)
+    if args.quick:
+        global N, MS, TS
+        N, MS, TS = 2_000, [2_000, 1000], [100, 1000]
+        args.runs, args.jobs = 1, 1
+    out_dir = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/
     t0 = time.time()
     U, z = make_data()
     x_star, f_star = reference_optimum(U, z)
@@ -136,9 +143,9 @@ def main(argv=None):
     lines += ["", f"Wall time {elapsed:.0f} s with {args.jobs} jobs."]
     text = "\n".join(lines)
     print(text)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "seed002_accelerated.md").write_text(text + "\n")
-    (RESULTS / "seed002_accelerated.json").write_text(json.dumps(
+    out_dir.mkdir(exist_ok=True)
+    (out_dir / "seed002_accelerated.md").write_text(text + "\n")
+    (out_dir / "seed002_accelerated.json").write_text(json.dumps(
         dict(setup=dict(n=N, d=D, lam=LAM, epsilon=EPS, E0=E0, runs=args.runs, L_declared=5.02, S1=40),
              f_star=f_star, gap0=f0, table=table, findings={str(k): bool(v) for k, v in f.items()},
              wall_time_s=elapsed), indent=1, sort_keys=True))

@@ -102,9 +102,15 @@ def _ms(values, digits=3):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="one seed, epsilon = 1 only (smoke run, not written)")
+    ap.add_argument("--quick", action="store_true",
+                    help="one seed, epsilon = 1, one loss, the loose tolerance, 5 000 training rows "
+                         "(smoke run, not written)")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
+    if args.quick:  # 5 000 training rows, one process
+        global N_TRAIN, N_TEST, LOSSES, TOLERANCES
+        N_TRAIN, N_TEST, args.jobs = 5_000, 1_000, 1
+        LOSSES, TOLERANCES = LOSSES[:1], {"loose": TOLERANCES["loose"]}
     seeds = SEEDS[:1] if args.quick else SEEDS
     epsilons = [1.0] if args.quick else EPSILONS
     t_start = time.time()

@@ -11,6 +11,7 @@ Run:  .venv/bin/python benchmarks/method_utility.py   (about 5 minutes on a 2-co
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -31,7 +32,7 @@ from privtune import PrivateSearchCV  # noqa: E402
 from privtune.space import Real, SearchSpace, candidate_set  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
-from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks._common import QUICK_HELP, output_dir  # noqa: E402
 
 torch.set_num_threads(1)
 SPACE = {"C": Real(0.1, 1000.0, log=True), "gamma": Real(1e-5, 1.0, log=True)}
@@ -40,7 +41,11 @@ EPSILONS = [0.5, 1.0, 5.0]
 SEEDS = range(10)
 
 
-def main() -> dict:
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP + " (one seed, ε = 1)")
+    args = ap.parse_args(argv)
+    seeds, epsilons = (range(1), [1.0]) if args.quick else (SEEDS, EPSILONS)
     X, y = load_breast_cancer(return_X_y=True)
     X_trval, X_test, y_trval, y_test = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
     scaler = StandardScaler().fit(X_trval)
@@ -54,9 +59,9 @@ def main() -> dict:
     ceiling = SVC(**cands.params[best]).fit(X_tr, y_tr).score(X_test, y_test)
     rows = []
     for method in METHODS:
-        for eps in EPSILONS:
+        for eps in epsilons:
             accs, errs, times = [], [], []
-            for seed in SEEDS:
+            for seed in seeds:
                 t0 = time.perf_counter()
                 s = PrivateSearchCV(SVC(), SPACE, method=method, epsilon=eps, delta=1e-6, n_iter=20, n_candidates=64,
                                     random_state=seed).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
@@ -72,14 +77,14 @@ def main() -> dict:
                   f"(min {rows[-1]['test_accuracy_min']:.3f})  |released - true val| median "
                   f"{rows[-1]['released_score_abs_error_median']:.3f}  {rows[-1]['seconds_per_fit_median']:.2f} s",
                   flush=True)
-    out = {"n_validation": m, "n_candidates": len(cands), "n_iter": 20, "seeds": len(SEEDS),
+    out = {"n_validation": m, "n_candidates": len(cands), "n_iter": 20, "seeds": len(seeds),
            "non_private_test_accuracy": ceiling, "non_private_best_val_accuracy": max(val_acc),
            "median_candidate_test_accuracy": float(np.median([SVC(**p).fit(X_tr, y_tr).score(X_test, y_test)
                                                               for p in cands.params])),
            "rows": rows, "loadavg": os.getloadavg()}
     print(f"non-private GridSearch on the same candidates: test accuracy {ceiling:.3f}; median candidate "
           f"{out['median_candidate_test_accuracy']:.3f}")
-    res = RESULTS
+    res = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/
     res.mkdir(exist_ok=True)
     (res / "method_utility.json").write_text(json.dumps(out, indent=2))
     lines = [f"# Release-method utility (SVC C, gamma on breast cancer; m = {m} validation rows)", "",

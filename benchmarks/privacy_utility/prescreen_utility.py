@@ -25,6 +25,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import hashlib  # noqa: E402
+import itertools  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
 import time  # noqa: E402
@@ -44,7 +45,7 @@ from privtune import PrivateSearchCV  # noqa: E402
 from privtune.space import Real, SearchSpace, candidate_set  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
-from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks._common import QUICK_HELP, RESULTS, output_dir  # noqa: E402
 
 OUT = RESULTS
 SPACE = {"C": Real(1e-2, 1e3, log=True), "gamma": Real(1e-5, 1e1, log=True)}
@@ -83,19 +84,23 @@ def tasks():
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP + " (breast cancer, one seed, ε = 1)")
     args = ap.parse_args()
+    if args.quick:
+        args.seeds = 1
+    OUT = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/
     warnings.filterwarnings("ignore")
     t0 = time.perf_counter()
     grid = candidate_set(SearchSpace(SPACE), 128, random_state=0).params
     rows = []
-    for name, (X, y) in tasks():
+    for name, (X, y) in itertools.islice(tasks(), 1 if args.quick else None):
         Xa, Xte, ya, yte = train_test_split(X, y, test_size=0.2, random_state=0, stratify=y)
         Xtr, Xva, ytr, yva = train_test_split(Xa, ya, test_size=0.5, random_state=0, stratify=ya)
         val = [MemoSVC(**p).fit(Xtr, ytr).score(Xva, yva) for p in grid]
         test = {tuple(sorted(p.items())): MemoSVC(**p).fit(Xtr, ytr).score(Xte, yte) for p in grid}
         ceiling = test[tuple(sorted(grid[int(np.argmax(val))].items()))]
         floor = float(np.median(list(test.values())))
-        for eps in EPS:
+        for eps in (1.0,) if args.quick else EPS:
             for method in ("random", "prescreen"):
                 accs = []
                 for s in range(args.seeds):

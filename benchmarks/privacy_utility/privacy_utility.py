@@ -304,6 +304,8 @@ def part_b(seeds: int, quick: bool, only: str | None = None) -> list[dict]:
     # (selection, n_iter): the default exponential selection, and random stopping (Papernot & Steinke) with its
     # default shape (geometric K) at the same mean number of runs; n_iter = 20 for the logistic model only.
     plans = [("exponential", 5), ("random-stopping", 5), ("exponential", 10), ("random-stopping", 10)]
+    plans, extra, totals = (plans[:2], [], (1.0,)) if quick else (plans, [("exponential", 20), ("random-stopping", 20)],
+                                                                     EPS_B)
     space = {"C": Real(1e-2, 1e2, log=True)}
     for name, (X, y) in data:
         X = scale_rows(X)  # public preprocessing for the benchmark
@@ -313,9 +315,8 @@ def part_b(seeds: int, quick: bool, only: str | None = None) -> list[dict]:
         classes = np.unique(y)  # declared: the label set is public
         majority = float(np.max(np.unique(yte, return_counts=True)[1]) / len(yte))
         for est_name, cls in estimators.items():
-            for selection, n_iter in plans + ([("exponential", 20), ("random-stopping", 20)]
-                                              if est_name == "DPLogisticRegression" else []):
-                for total in EPS_B:
+            for selection, n_iter in plans + (extra if est_name == "DPLogisticRegression" else []):
+                for total in totals:
                     mp = {"selection": selection} if selection == "random-stopping" else None
 
                     def make(s, eps=1.0, cls=cls, total=total, n_iter=n_iter, mp=mp, classes=classes):
@@ -345,7 +346,7 @@ def part_b(seeds: int, quick: bool, only: str | None = None) -> list[dict]:
                           f"majority share {row['majority_share']:.2f} | ceiling {ceiling:.3f}", flush=True)
             # Baseline: no search. The estimator at its defaults (C = 1), one fit with the training role's whole
             # budget (epsilon = total at the same delta); the validation rows are not used.
-            for total in EPS_B:
+            for total in totals:
                 t_cell = time.perf_counter()
                 accs = np.asarray([cls(epsilon=total, delta=1e-6, classes=classes, random_state=70_000 + s)
                                    .fit(Xtr, ytr).score(Xte, yte) for s in range(seeds)])
@@ -625,7 +626,7 @@ def _merged_methods(stored: list[dict], fresh_rows: list[dict], tasks_order: lis
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--quick", action="store_true", help="breast cancer only, a smoke run; writes nothing")
+    ap.add_argument("--quick", action="store_true", help="breast cancer only, one seed, a smoke run; writes nothing")
     ap.add_argument("--part", choices=["all", *PARTS], default="all",
                     help="run one part and keep the others from the existing results file")
     ap.add_argument("--only", default=None,
@@ -636,6 +637,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.only is not None and args.part == "all":
         ap.error("--only needs --part A, B or C")
+    if args.quick:
+        args.seeds = 1
     methods = None if args.methods is None else tuple(m.strip() for m in args.methods.split(",") if m.strip())
     if methods is not None:
         if args.part not in ("A", "C") or args.only is not None:

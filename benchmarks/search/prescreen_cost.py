@@ -38,7 +38,7 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
-from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks._common import QUICK_HELP, RESULTS, output_dir  # noqa: E402
 
 OUT = RESULTS
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,10 +54,11 @@ from sklearn.datasets import make_classification
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.model_selection import PredefinedSplit, RandomizedSearchCV, train_test_split
 
-kind, n_iter = sys.argv[1], int(sys.argv[2])
-X, y = make_classification(n_samples=20_000, n_features=20, n_informative=10, n_redundant=4, flip_y=0.05,
-                           random_state=7)
-X_tr, X_val, y_tr, y_val = train_test_split(X, y, test_size=5_000, random_state=0, stratify=y)
+kind, n_iter, quick = sys.argv[1], int(sys.argv[2]), len(sys.argv) > 3  # quick: a smoke run on 1 000 rows
+X, y = make_classification(n_samples=1_000 if quick else 20_000, n_features=20, n_informative=10, n_redundant=4,
+                           flip_y=0.05, random_state=7)
+X_tr, X_val, y_tr, y_val = train_test_split(X, y, test_size=250 if quick else 5_000, random_state=0, stratify=y)
+BASE = {"random_state": 0, "max_iter": 5} if quick else {"random_state": 0}
 FITS = {"n": 0, "seconds": 0.0}
 
 
@@ -78,11 +79,11 @@ if kind.startswith("RandomizedSearchCV"):
     if kind.endswith("same split"):
         Xa, ya = np.vstack([X_tr, X_val]), np.concatenate([y_tr, y_val])
         cv = PredefinedSplit(np.r_[np.full(len(y_tr), -1), np.zeros(len(y_val))])
-        s = RandomizedSearchCV(Counted(random_state=0), dists, n_iter=n_iter, cv=cv, random_state=0)
+        s = RandomizedSearchCV(Counted(**BASE), dists, n_iter=n_iter, cv=cv, random_state=0)
         # its refit is on training and validation rows; privtune refits on the training rows
         s.fit(Xa, ya)
     else:
-        s = RandomizedSearchCV(Counted(random_state=0), dists, n_iter=n_iter, cv=5, random_state=0).fit(X_tr, y_tr)
+        s = RandomizedSearchCV(Counted(**BASE), dists, n_iter=n_iter, cv=5, random_state=0).fit(X_tr, y_tr)
     extra = {}
 else:
     import privtune
@@ -92,7 +93,7 @@ else:
     space = {"learning_rate": Real(1e-3, 1.0, log=True), "max_leaf_nodes": Integer(2, 64),
              "l2_regularization": Real(1e-4, 10.0, log=True)}
     method = "random" if kind.endswith("random") else "auto"
-    s = PrivateSearchCV(Counted(random_state=0), space, method=method, epsilon=1.0, n_iter=n_iter,
+    s = PrivateSearchCV(Counted(**BASE), space, method=method, epsilon=1.0, n_iter=n_iter,
                         random_state=0).fit(X_tr, y_tr, X_val=X_val, y_val=y_val)
     extra = {"method_": s.method_, "privtune": privtune.__version__,
              "search_time": s.search_time_, "screen": dict(s.release_.diagnostics.get("prescreen", {}))}
@@ -101,11 +102,12 @@ print(json.dumps({"fits": FITS["n"], "seconds": time.perf_counter() - t0, "fit_s
 """
 
 
-def run(kind: str, n_iter: int, pythonpath: str | None) -> dict:
+def run(kind: str, n_iter: int, pythonpath: str | None, quick: bool = False) -> dict:
     env = dict(os.environ)
     if pythonpath is not None:
         env["PYTHONPATH"] = pythonpath + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    proc = subprocess.run([sys.executable, "-c", _CHILD, kind, str(n_iter)], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", _CHILD, kind, str(n_iter), *(["quick"] if quick else [])],
+                          capture_output=True, text=True,
                           env=env, cwd=pythonpath or str(ROOT), check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"{kind} failed:\n{proc.stderr[-3000:]}")
@@ -125,14 +127,21 @@ def main() -> None:
     ap.add_argument("--after", default=None, metavar="PATH",
                     help="a checkout of the code to measure (default: this repository's working tree)")
     ap.add_argument("--n-iter", type=int, nargs="*", default=list(N_ITERS))
+    ap.add_argument("--quick", action="store_true",
+                    help=QUICK_HELP + " (1 000 rows, 5 boosting iterations, n_iter 2, two searches)")
     args = ap.parse_args()
+    if args.quick:
+        args.n_iter = [2]
+    OUT = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/
     kinds = ["RandomizedSearchCV(cv=5)", "RandomizedSearchCV, same split", "privtune random", "privtune default"]
+    if args.quick:  # the reference and the default: each search is a child process
+        kinds = kinds[::3]
     rows = []
     load = os.getloadavg()[0]
     for n_iter in args.n_iter:
         for kind in kinds + (["privtune default, before"] if args.before else []):
             before = kind.endswith("before")
-            r = run(kind.replace(", before", ""), n_iter, args.before if before else args.after)
+            r = run(kind.replace(", before", ""), n_iter, args.before if before else args.after, args.quick)
             r.update(kind=kind, n_iter=n_iter)
             rows.append(r)
             print(f"n_iter={n_iter:3d} {kind:32s} fits {r['fits']:4d}  {r['seconds']:7.1f} s "

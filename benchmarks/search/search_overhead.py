@@ -61,7 +61,7 @@ from privtune.space import Real  # noqa: E402
 
 torch.set_num_threads(1)
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
-from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks._common import QUICK_HELP, RESULTS, output_dir  # noqa: E402
 
 OUT = RESULTS
 INSIDE = [0.0]  # seconds spent inside the estimator, summed over every call
@@ -148,9 +148,9 @@ def run_large(kind, Xtr, Xva, ytr, yva, seed, *, memory=False):
     return time.perf_counter() - t, INSIDE[0], None
 
 
-def part_large(reps: int) -> None:
+def part_large(reps: int, sizes: tuple[int, ...] = (10_000, 1_000_000)) -> None:
     rows = []
-    for m in (10_000, 1_000_000):
+    for m in sizes:
         Xtr, Xva, ytr, yva = large_data(m)
         run_large("privtune", Xtr, Xva[:1000], ytr, yva[:1000], 0)  # warm-up
         run_large("sklearn", Xtr, Xva[:1000], ytr, yva[:1000], 0)
@@ -200,9 +200,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--part", choices=("small", "large", "all"), default="all")
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP + " (one repetition, 10⁴ rows, n_iter 30)")
     args = ap.parse_args()
+    global OUT
+    OUT = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/
+    if args.quick:
+        args.reps = 1
     if args.part in ("large", "all"):
-        part_large(args.reps)
+        part_large(args.reps, (10_000,) if args.quick else (10_000, 1_000_000))
     if args.part == "large":
         return
     Xtr, Xva, ytr, yva = data()
@@ -211,7 +216,7 @@ def main() -> None:
     run_privtune("noisy-ucb", 5, Xtr, Xva, ytr, yva, 0)
     run_sklearn(5, Xtr, Xva, ytr, yva, 0)
     rows = []
-    for n_iter in (30, 300):
+    for n_iter in (30,) if args.quick else (30, 300):
         sk = [run_sklearn(n_iter, Xtr, Xva, ytr, yva, s) for s in range(args.reps)]
         sk_over = statistics.median(t - i for t, i in sk)
         for method in ("random", "noisy-ucb"):
