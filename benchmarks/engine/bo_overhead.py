@@ -36,7 +36,7 @@ Timings are wall clock (``perf_counter``); CPU time of the process
 (``process_time``) is recorded alongside because the machine may be shared
 with other processes (the load average is recorded at start and end).
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bo_overhead.py [--quick]``.
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/engine/bo_overhead.py [--quick]``.
 Writes ``benchmarks/results/bo_overhead.json`` and ``.md``. ``--scale`` runs only
 the large-candidate-set section (``candidate_set`` at 65 536 points in d = 2 and
 6; the engine's slowest iteration at |Λ| = 65 536 with and without a pre-sized
@@ -312,7 +312,7 @@ def scale(out: Path | None) -> dict:
         (out / "bo_overhead_scale.json").write_text(json.dumps(res, indent=1, default=_jsonable))
         L = ["# Large candidate sets: `candidate_set` and the engine's worst iteration\n",
              f"Run {res['started']}, {res['platform']}, numpy {res['numpy']}; load average start "
-             f"{res['loadavg_start']}, end {res['loadavg_end']}. `python benchmarks/bo_overhead.py --scale`.\n",
+             f"{res['loadavg_start']}, end {res['loadavg_end']}. `python benchmarks/engine/bo_overhead.py --scale`.\n",
              "| d | \\|Λ\\| | `candidate_set` ms (median of 3) |", "|---|---|---|"]
         for k, v in res["candidate_set_ms"].items():
             d, n = k.split(",")

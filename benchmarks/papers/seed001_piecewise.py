@@ -14,7 +14,7 @@ Adjacency: the paper's eq. 4 (all m offsets may move by b_max), so M_P's L1
 sensitivity is m * b_max. Baselines: the centre of the box and a uniform point
 (both exactly 0-DP).
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/seed001_piecewise.py``.
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/papers/seed001_piecewise.py``.
 Writes ``benchmarks/results/seed001_piecewise.json`` and ``.md``.
 """
 

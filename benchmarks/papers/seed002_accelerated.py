@@ -9,7 +9,7 @@ S_1 = 40 and L = 20/4 + 0.02 = 5.02 (the paper reads L = 5.10 off the data). Lap
 Metric: mean over runs of F(x_T) - F* at the final iterate (the released output) and the best mean value along
 the path (every 5th iterate; for evaluation only -- picking it on data would not be private).
 
-Usage: python benchmarks/seed002_accelerated.py [--runs R] [--jobs J]
+Usage: python benchmarks/papers/seed002_accelerated.py [--runs R] [--jobs J]
 """
 
 from __future__ import annotations

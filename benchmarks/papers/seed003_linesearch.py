@@ -27,7 +27,7 @@ Methods, each at epsilon in {0.05, 0.1, 0.2, 0.4, 0.8, 1.6}, 5 seeds:
 Fig. 1 ablations (logistic, both datasets, epsilon in {0.1, 0.2, 0.4}): budget strategy no / must / adap
 (budget_strategy = "none" / "always" / "adaptive") and AC off / on.
 
-Usage: python benchmarks/seed003_linesearch.py [--quick] [--jobs J] [--seeds S]
+Usage: python benchmarks/papers/seed003_linesearch.py [--quick] [--jobs J] [--seeds S]
 (--quick: 1 seed, eps in {0.2, 1.6}, 8 000 synthetic rows; printed only, the results files are not written.)
 """
 

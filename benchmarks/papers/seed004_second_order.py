@@ -16,7 +16,7 @@ here for the benchmark only), test accuracy, runtime (s, one thread), noisy-Hess
 any seed did not certify a point (the paper's convention). A non-private reference (L-BFGS from the same w0) is
 shown for scale.
 
-Usage: python benchmarks/seed004_second_order.py [--quick] [--jobs J]
+Usage: python benchmarks/papers/seed004_second_order.py [--quick] [--jobs J]
 """
 
 from __future__ import annotations

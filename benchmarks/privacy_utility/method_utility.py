@@ -6,7 +6,7 @@ For each method and epsilon, over 10 seeds: the test accuracy of the refit model
 absolute error against the true validation accuracy of the released parameters, and the run time.
 Non-private GridSearch on the same candidates (selected on the same validation split) is the ceiling.
 
-Run:  .venv/bin/python benchmarks/method_utility.py   (about 5 minutes on a 2-core machine)
+Run:  .venv/bin/python benchmarks/privacy_utility/method_utility.py   (about 5 minutes on a 2-core machine)
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ minutes. Reported: test accuracy of the released choice (median, 10th percentile
 against the *ceiling* (non-private selection: the candidate with the best validation accuracy among the
 128), median and 90th percentile; and the floor (a uniformly random candidate, median test accuracy).
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/prescreen_utility.py [--seeds 20]``.
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/privacy_utility/prescreen_utility.py [--seeds 20]``.
 Writes ``benchmarks/results/prescreen_utility.json`` and ``.md``.
 """
 
@@ -126,7 +126,7 @@ def main() -> None:
     lines = ["# `prescreen` vs `random` at equal epsilon (RBF SVC, n_iter = 20)\n",
              f"Run {meta['run']}, {meta['platform']}, {args.seeds} noise seeds per cell, one fixed candidate set of "
              "128 Sobol points; regret in points of test accuracy against non-private selection among the 128. "
-             "`python benchmarks/prescreen_utility.py`.\n",
+             "`python benchmarks/privacy_utility/prescreen_utility.py`.\n",
              "| task | m | ε | method | test acc. median | p10 | regret median | regret p90 | ceiling | floor |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:

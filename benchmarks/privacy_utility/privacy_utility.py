@@ -44,9 +44,10 @@ candidate set of 32 points per range; binary tasks: breast cancer, digits (0-4 a
 synthetic set (half the non-test rows for validation); ε and n_iter as in part A, 20 seeds. Regret: test accuracy
 against non-private selection by the same score among the same 32; score error as in part A (score units).
 
-Peer libraries (diffprivlib, Opacus) are compared per fit in ``benchmarks/dp_trainer_peers.py``.
+Peer libraries (diffprivlib, Opacus) are compared per fit in ``benchmarks/trainers/dp_trainer_peers.py``.
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/privacy_utility.py [--seeds 20] [--quick] [--part A|B|C]
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/privacy_utility/privacy_utility.py [--seeds 20] [--quick]
+[--part A|B|C]
 [--only TASK] [--methods M,...]`` (``--only`` with ``--part A``, ``B`` or ``C``: rerun the tasks whose name contains
 TASK, keep the rest; ``--methods`` with ``--part A`` or ``C``: rerun those methods only, keep the other rows).
 Writes ``benchmarks/results/privacy_utility.{json,md,png}``.
@@ -497,7 +498,7 @@ def render(meta, a_rows, b_rows, c_rows) -> str:
     when = when[:1].upper() + when[1:]
     L = ["# Privacy-utility study (issue 11)\n",
          when + f", {meta['platform']}, privtune {meta['privtune']}, {meta['seeds']} seeds per cell. "
-         "`python benchmarks/privacy_utility.py`. Regret: points of test accuracy "
+         "`python benchmarks/privacy_utility/privacy_utility.py`. Regret: points of test accuracy "
          "against non-private selection among the same 64 candidates (negative: the released choice tested "
          "better). Score error: |released - true validation score|.\n",
          "## A. Validation rows sensitive (RBF SVC; HGB on one task)\n",

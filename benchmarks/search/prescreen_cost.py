@@ -2,7 +2,8 @@
 
 An expensive estimator, scikit-learn's ``HistGradientBoostingClassifier`` at its defaults (early stopping on
 above 10 000 rows), tuned over learning rate, leaf count and L2 regularisation (the space of
-``benchmarks/privacy_utility.py``'s HGB task) on a synthetic set of 15 000 public training rows, 5 000 sensitive
+``benchmarks/privacy_utility/privacy_utility.py``'s HGB task) on a synthetic set of 15 000 public training rows, 5
+000 sensitive
 validation rows and 20 features. Side by side, one process each, one thread:
 
 * ``RandomizedSearchCV(n_iter, cv=5)`` on the training rows (its 5 ``n_iter`` fits and the refit), and on the same
@@ -16,7 +17,7 @@ Reported per search: the number of ``fit`` calls (counted by a thin subclass), t
 (256 Sobol points), one seed. The "before" runs use a ``git worktree`` of a50eace put first on ``PYTHONPATH``
 (``--before PATH``); without it they are skipped.
 
-Run: ``git worktree add /tmp/pt_before a50eace; OMP_NUM_THREADS=1 .venv/bin/python benchmarks/prescreen_cost.py
+Run: ``git worktree add /tmp/pt_before a50eace; OMP_NUM_THREADS=1 .venv/bin/python benchmarks/search/prescreen_cost.py
 --before /tmp/pt_before [--after PATH]; git worktree remove /tmp/pt_before`` (``--after``: a checkout to measure
 instead of this working tree). Writes ``benchmarks/results/prescreen_cost.json`` and ``.md``. About 7 minutes on
 one core.
@@ -159,7 +160,8 @@ def main() -> None:
              + (f"; before = commit {meta['before_commit']}" if args.before else "")
              + ". `HistGradientBoostingClassifier` (defaults; learning rate, leaf count and L2 tuned) on 15 000 "
              "public training rows and 5 000 sensitive validation rows of a synthetic set with 20 features, "
-             "epsilon = 1, the default 256 candidates, refit. `python benchmarks/prescreen_cost.py --before PATH`.\n",
+             "epsilon = 1, the default 256 candidates, refit. `python benchmarks/search/prescreen_cost.py "
+             "--before PATH`.\n",
              "| n_iter | search | fits | wall time (s) | time in fit (s) | × RandomizedSearchCV(cv=5) time | "
              "screening |",
              "|---|---|---|---|---|---|---|"]

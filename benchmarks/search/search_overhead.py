@@ -23,7 +23,7 @@ timed). This is where row isolation's cost shows: privtune scores each
 candidate in fixed blocks through one block-sized scratch buffer, where
 ``RandomizedSearchCV`` indexes out a copy of the validation set per candidate.
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/search_overhead.py [--reps 5] [--part small|large|all]``.
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/search/search_overhead.py [--reps 5] [--part small|large|all]``.
 Writes ``benchmarks/results/search_overhead.json`` and ``.md`` (part A) and
 ``search_overhead_large.json`` and ``.md`` (part B).
 """
@@ -179,7 +179,7 @@ def part_large(reps: int, sizes: tuple[int, ...] = (10_000, 1_000_000)) -> None:
              f"runs; load average {meta['loadavg']}. 2 000 training rows, m validation rows, 20 features, n_iter = 10, "
              "no refit. Overhead = wall clock minus time inside the estimator; peak extra memory = tracemalloc's peak "
              "during the search beyond what was allocated before it (one separate run each). "
-             "`python benchmarks/search_overhead.py --part large`.\n",
+             "`python benchmarks/search/search_overhead.py --part large`.\n",
              "| m | privtune overhead (ms) | RandomizedSearchCV overhead (ms) | ratio | privtune peak extra (MiB) | "
              "RandomizedSearchCV peak extra (MiB) | validation set (MiB) |",
              "|---|---|---|---|---|---|---|"]
@@ -234,7 +234,7 @@ def main() -> None:
     lines = ["# Search overhead: privtune vs RandomizedSearchCV (same single split, same n_iter, refit)\n",
              f"Run {meta['started']}, {meta['platform']}, scikit-learn {meta['sklearn']}, median of {args.reps}; "
              f"load average {meta['loadavg']}. Overhead = wall clock minus time inside the estimator. "
-             "`python benchmarks/search_overhead.py`.\n",
+             "`python benchmarks/search/search_overhead.py`.\n",
              "| n_iter | privtune method | privtune overhead (ms) | RandomizedSearchCV overhead (ms) | ratio |",
              "|---|---|---|---|---|"]
     lines += [f"| {r['n_iter']} | {r['method']} | {r['privtune_overhead_s'] * 1e3:.1f} | "

@@ -24,7 +24,7 @@ with a gap above target at ε = 1 (breast cancer, digits 0-4 vs 5-9, synthetic 5
 imbalanced, synthetic 20k d=20), prepared the same way. Per-fit ε = 1, δ = 1e-6, 5 noise seeds (median test
 accuracy).
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dp_sgd_minibatch.py [--seeds 5]`` (about 25 minutes on 2
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dp_sgd_minibatch.py [--seeds 5]`` (about 25 minutes on 2
 cores, most of it the accountant's bisections for the noise multipliers). Writes
 ``benchmarks/results/dp_sgd_minibatch.{json,md}``.
 """
@@ -208,7 +208,7 @@ def main() -> None:
     rows = run(args.seeds, args.quick)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "platform": platform.platform(), "seeds": args.seeds,
             "seconds": time.perf_counter() - t0, "privtune": privtune.__version__,
-            "command": "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dp_sgd_minibatch.py"
+            "command": "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dp_sgd_minibatch.py"
                        + (f" --seeds {args.seeds}" if args.seeds != 5 else "")}
     OUT.mkdir(exist_ok=True)
     (OUT / "dp_sgd_minibatch.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")

@@ -37,7 +37,7 @@ Data, splits and references as in ``dp_trainer_defaults.py`` (rows standardised
 and scaled to unit L2 norm, 70/30 stratified split, delta = 1e-6), per-fit
 epsilon in {0.3, 1, 3}, 7 noise seeds (median test accuracy).
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dp_trainer_alternatives.py [--seeds 7]``
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dp_trainer_alternatives.py [--seeds 7]``
 (about 3 minutes on 2 cores). Writes ``benchmarks/results/dp_trainer_alternatives.json`` and ``.md``.
 """
 
@@ -288,7 +288,8 @@ def render(meta: dict, a: list[dict], b: list[dict], c: list[dict], dd: list[dic
     L = ["# Privacy-neutral alternatives to the DP trainers' defaults (issue 11)\n",
          f"Run {meta['run']}, {meta['platform']}, privtune {meta['privtune']}, {meta['seconds']:.0f} s; "
          f"{meta['seeds']} noise seeds per cell (median test accuracy), per-fit ε ∈ {{0.3, 1, 3}}, δ = 1e-6, data "
-         "as in `dp_trainer_defaults.py`. `OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dp_trainer_alternatives.py`. "
+         "as in `dp_trainer_defaults.py`. `OMP_NUM_THREADS=1 .venv/bin/python "
+         "benchmarks/studies/dp_trainer_alternatives.py`. "
          "None of these changes a fit's privacy cost; none was adopted (summary lines below each part).\n",
          "## A. Curvature-matched steps (oracle: step × L / L_data, L_data from the training rows)\n",
          f"| dataset | n train | estimator | λ_max | step × | setting | {eps_head} |",

@@ -23,7 +23,7 @@ alternative, how often and by how much it beats or trails the default.
 Same data preparation as ``dp_trainer_defaults.py`` (standardised rows scaled to
 unit L2 norm, 70/30 stratified split, split seed 0).
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dp_trainer_hindsight.py [--seeds 7] [--part grid|sweep|all]
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dp_trainer_hindsight.py [--seeds 7] [--part grid|sweep|all]
 [--quick]`` (about 2 + 4 minutes on 2 cores). Writes ``benchmarks/results/dp_trainer_hindsight.json`` and ``.md``.
 """
 
@@ -164,7 +164,8 @@ def render(meta, rows, swept) -> str:
             f"{meta['other_part_from']})" if meta.get("other_part_from") else "")
          + f", {meta['platform']}, privtune {meta['privtune']}, per-fit ε = {meta['epsilon']:g}, "
          f"δ = 1e-6, {meta['seeds']} noise seeds per setting (median test accuracy), data prepared as in "
-         "`dp_trainer_defaults.py`. `python benchmarks/dp_trainer_hindsight.py`. **Best in hindsight**: the grid point "
+         "`dp_trainer_defaults.py`. `python benchmarks/studies/dp_trainer_hindsight.py`. **Best in hindsight**: "
+         "the grid point "
          "with the highest median *test* accuracy -- an optimistic bound no user can reach (chosen on the test "
          f"rows, no budget spent on the choice). Linear grid: {len(LINEAR_GRID)} settings (solver nag/gd, "
          "T 3-50, C 0.3/1/10, step scale 1/0.5, intercept scaling 0.5/1); DPSVC grid: "

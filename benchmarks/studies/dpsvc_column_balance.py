@@ -4,7 +4,8 @@
 ``column_balance=beta`` the block weights move towards the blocks' column counts (``privtune/svm/_taylor.py``).
 ``column_balance="auto"`` (the default) sets ``beta = 0.75 * clip(log10(0.1 / r), 0, 1)`` from the run's public
 noise-to-signal ratio ``r = 2 nm sqrt(columns + 1) / n``. The two constants were chosen on the *development* tasks
-(every task of ``benchmarks/dpsvc_taylor.py`` where ``features="auto"`` picks the Taylor map) from a sweep of beta in
+(every task of ``benchmarks/studies/dpsvc_taylor.py`` where ``features="auto"`` picks the Taylor map) from a sweep of
+beta in
 {0, 0.25, 0.5, 0.75} on the uncentred map; the *held-out* tasks below were made afterwards and never used to choose
 anything. With a ``reference_norm`` (the default 1) the map is also centred on the reference sphere (its mean
 there subtracted, a public vector); ``reference_norm=None`` keeps it uncentred. Every variant is a public map
@@ -17,7 +18,7 @@ Issue 11. Protocol: standardised rows scaled to unit L2 norm, 70/30 stratified s
 same C and gamma for reference. Only tasks where the default picks the Taylor map are run (neither change touches
 the random Fourier features).
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dpsvc_column_balance.py [--seeds 5] [--group dev|heldout]``
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dpsvc_column_balance.py [--seeds 5] [--group dev|heldout]``
 (about 8 and 15 minutes on one core; a group's run is merged into the results). Writes
 ``benchmarks/results/dpsvc_column_balance.json`` and ``.md``.
 """
@@ -173,7 +174,7 @@ def render(data: dict) -> str:
     runs = "; ".join(f"{g}: {m['date']}, {m['seeds']} seeds, {m['seconds']} s" for g, m in data["runs"].items())
     plat = next(iter(data["runs"].values()))["platform"] if data["runs"] else ""
     lines = ["# DPSVC: the Taylor map's column balance and centring (issue 11)", "",
-             f"Runs ({runs}), {plat}. `OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dpsvc_column_balance.py`. "
+             f"Runs ({runs}), {plat}. `OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dpsvc_column_balance.py`. "
              "Median test accuracy over noise seeds; rows standardised and scaled to unit L2 norm, 70/30 stratified "
              "split, delta 1e-6, every other parameter at its default (the Taylor map, which `features=\"auto\"` "
              "picks on every task here). dev: the tasks the rule's two constants were chosen on; heldout: tasks "

@@ -5,7 +5,7 @@ norm, ``(phi(x) - e^{-gamma} phi(0)) / sqrt(1 - e^{-2 gamma})``, then clips them
 ``reference_norm=None`` is the plain map ``phi`` clipped to norm 1 (the map before this change). Both are
 public, data-independent maps with the same declared bounds, so the guarantee is the same: only accuracy moves.
 
-Protocol: the nine binary tasks of ``benchmarks/dp_trainer_defaults.py`` (standardised, rows scaled to unit
+Protocol: the nine binary tasks of ``benchmarks/trainers/dp_trainer_defaults.py`` (standardised, rows scaled to unit
 L2 norm, 70/30 stratified split), ``DPSVC`` at its defaults but ``gamma`` in {0.1, 0.3, 1 (the default), 3} and
 ``reference_norm`` in {1.0, None}, per-fit epsilon in {0.1, 0.3, 1, 3, 10} (delta 1e-6), median test accuracy
 over noise seeds 0..S-1 (``--seeds``, default 5). Reported: every cell, and per gamma the mean, the worst and the
@@ -26,7 +26,7 @@ writing ``dpsvc_features_fourier.json`` and ``.md``. The stored files are that f
 summary: centred minus plain +5.8 / +2.8 / +0.8 / -0.0 points at gamma 0.1 / 0.3 / 1 / 3 (first run +5.9 / +3.0
 / +0.8 / +0.1), +0.3 on standardised rows (+0.4).
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dpsvc_features.py [--seeds 5] [--features auto|fourier]``
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dpsvc_features.py [--seeds 5] [--features auto|fourier]``
 (4 to 6 minutes on one core on 2026-11-27; 9 minutes on 2026-11-26).
 """
 
@@ -110,7 +110,8 @@ def render(meta, rows) -> str:
     L = ["# DPSVC: centred kernel features against the plain map (issue 11)\n",
          f"Run {meta['run']}, {meta['platform']}, privtune {meta['privtune']}, {meta['seeds']} noise seeds per cell "
          f"(median test accuracy), {meta['seconds']} s. `OMP_NUM_THREADS=1 .venv/bin/python "
-         f"benchmarks/dpsvc_features.py --features {meta.get('features', 'fourier')}`. Rows standardised (and in "
+         f"benchmarks/studies/dpsvc_features.py --features {meta.get('features', 'fourier')}`. Rows standardised "
+         f"(and in "
          "the first part scaled to unit L2 norm), 70/30 stratified split, δ = 1e-6, every other parameter at its "
          f"default{pinned_text}. centred: `reference_norm=1.0` (the default); plain: `reference_norm=None`. Map: "
          "the kernel map the fit at ε = 1 used.\n",

@@ -15,7 +15,7 @@ changes the number of steps (computed from public quantities, as the estimator d
 the rule's. Reported per group and floor: the cells changed, the mean difference to ``c = 0`` over them (points of
 median test accuracy), how many are better or worse by more than a point, and the worst and best cell.
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dpsvc_horizon_floor.py --group dev|heldout|confirm``
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dpsvc_horizon_floor.py --group dev|heldout|confirm``
 (about 8, 15 and 10 minutes on one core). Writes ``benchmarks/results/dpsvc_horizon_floor_<group>.json`` and a
 Markdown table ``benchmarks/results/dpsvc_horizon_floor.md`` of the groups run so far.
 """
@@ -119,7 +119,8 @@ def summary(rows: list[dict], floor: float) -> dict:
 
 def markdown() -> str:
     lines = ["# `DPSVC(horizon_floor=c)`: at least c / r steps once the noise is small (issue 11)", "",
-             "`python benchmarks/dpsvc_horizon_floor.py --group dev|heldout|confirm`. Median test accuracy over the "
+             "`python benchmarks/studies/dpsvc_horizon_floor.py --group dev|heldout|confirm`. Median test "
+             "accuracy over the "
              "noise seeds; per group and floor, over the (task, γ, ε) cells where the floor changes the number of "
              "steps: the mean difference to c = 0 (the rule before) in points, the cells better / worse by more than "
              f"a point, the worst and the best cell. The default is c = {DEFAULT}, chosen on `dev` and `heldout`; "

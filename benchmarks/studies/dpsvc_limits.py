@@ -36,7 +36,7 @@ screening subclass ``DPSVC`` and replace its internal feature hooks
 (``_features``, ``_planned_features``, ``_feature_bounds``); they are
 measurements, not features of privtune.
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dpsvc_limits.py [--seeds 5] [--quick]``
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dpsvc_limits.py [--seeds 5] [--quick]``
 (about 15 minutes on 2 cores). Writes ``benchmarks/results/dpsvc_limits.json`` and ``.md``.
 """
 
@@ -183,7 +183,8 @@ def markdown(meta: dict, causes: list[dict], rows: list[dict]) -> str:
         "# What keeps DPSVC from SVC at n ≥ 10 000 and ε = 1 (issue 11)", "",
         f"Run {meta['date']}, {meta['platform']}, privtune {meta['version']}, {meta['seeds']} noise seeds per cell "
         f"(median test accuracy), per-fit ε = 1, δ = 1e-6, data prepared as in `dp_trainer_defaults.py`. "
-        "`python benchmarks/dpsvc_limits.py`. **Oracles** read the training rows for free: they are upper bounds "
+        "`python benchmarks/studies/dpsvc_limits.py`. **Oracles** read the training rows for free: they are "
+        "upper bounds "
         "for a private version, not private methods. *Screened* is private (its split of the budget is accounted "
         "here, see the script).", "",
         "## 1. Causes, on the two tasks with ≥ 10 000 training rows", "",

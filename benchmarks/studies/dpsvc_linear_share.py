@@ -10,7 +10,7 @@ the linear part of a decision function slowly (it is spread over all ``D`` coord
 while ``d`` explicit coordinates learn it cheaply; a kernel with a linear part can also learn less where the
 task needs the RBF part (concentric circles).
 
-Protocol: the nine binary tasks of ``benchmarks/dp_trainer_defaults.py`` (standardised, rows scaled to unit
+Protocol: the nine binary tasks of ``benchmarks/trainers/dp_trainer_defaults.py`` (standardised, rows scaled to unit
 L2 norm, 70/30 stratified split), ``DPSVC`` at its defaults but ``linear_share`` in {0, 0.25, 0.5}, per-fit
 epsilon in {0.1, 0.3, 1, 3, 10} (delta 1e-6), median test accuracy over noise seeds 0..S-1 (``--seeds``, default
 9). References: non-private ``SVC(kernel="rbf")`` (C = 1, gamma = 1) and ``LinearSVC`` (C = 1) on the same rows.
@@ -26,7 +26,7 @@ the Taylor map, the 1 000-step cap and the horizon floor): the random Fourier fe
 ``horizon_floor=0``, writing ``dpsvc_linear_share_fourier.json`` and ``.md`` (a rerun on 2026-11-27 22:41
 reproduced that first run's 135 cells exactly).
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dpsvc_linear_share.py [--seeds 9] [--jobs 2]
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dpsvc_linear_share.py [--seeds 9] [--jobs 2]
 [--features auto|fourier]`` (2 to 4 minutes on 2 cores on 2026-11-27).
 """
 
@@ -114,7 +114,7 @@ def render(meta: dict, rows: list[dict]) -> str:
          f"Run {meta['run']}, {meta['platform']}, privtune {meta['privtune']}, {meta['seeds']} noise seeds per cell "
          "(median test accuracy), rows standardised and scaled to unit L2 norm, 70/30 stratified split, δ = 1e-6, "
          f"`DPSVC` at its defaults but `linear_share`{pinned_text(meta)}. "
-         f"`python benchmarks/dpsvc_linear_share.py --features {meta.get('features', 'fourier')}` "
+         f"`python benchmarks/studies/dpsvc_linear_share.py --features {meta.get('features', 'fourier')}` "
          f"({meta['seconds']:.0f} s). Gap: points below non-private `SVC` (C = 1, γ = 1) on the same rows. Map: "
          "the kernel map the fit at ε = 1 used.\n",
          "| dataset | n train | map | linear_share | " + " | ".join(f"ε = {e:g}" for e in EPS)

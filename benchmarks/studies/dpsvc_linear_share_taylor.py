@@ -1,6 +1,6 @@
 """DPSVC's linear share on the Taylor map: does the default ``linear_share=0.25`` help there (issue 11)?
 
-``linear_share`` was chosen on the random Fourier features (``benchmarks/dpsvc_linear_share.py``), whose random
+``linear_share`` was chosen on the random Fourier features (``benchmarks/studies/dpsvc_linear_share.py``), whose random
 columns learn the linear part of a decision function slowly: it is spread over all D columns, each carrying noise,
 and d explicit columns learn it cheaply. The Taylor map (``features="taylor"``, picked by ``features="auto"`` when
 the training set has at least 4 rows per column) already holds those d columns: its degree-1 block. There the
@@ -8,7 +8,7 @@ share only moves kernel weight from the higher degrees to the degree-1 block (``
 opposite of what the column balance does once the noise is small. Every variant is a public map clipped to the
 same declared norm: the guarantee is the same, only accuracy moves.
 
-Protocol: the tasks of ``benchmarks/dpsvc_horizon_floor.py``'s three groups (``dev``: the nine tasks of
+Protocol: the tasks of ``benchmarks/studies/dpsvc_horizon_floor.py``'s three groups (``dev``: the nine tasks of
 ``dp_trainer_defaults.py`` and the five of ``dpsvc_taylor.py``; ``heldout``: the eight of
 ``dpsvc_column_balance.py``; ``confirm``: its own six), data prepared as in ``dp_trainer_defaults.py``; only the
 tasks where ``DPSVC`` at its defaults picks the Taylor map (at gamma = 1, epsilon = 1; the choice depends on n
@@ -17,7 +17,7 @@ default)}; per-fit epsilon in {0.1, 0.3, 1, 3, 10} (delta 1e-6); median test acc
 (``--seeds``, default 5). Reported per group: the mean difference (0.25 minus 0, points), the cells better or
 worse by more than one point, the worst and best cell; and every cell.
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dpsvc_linear_share_taylor.py [--seeds 5] [--jobs 2]``.
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dpsvc_linear_share_taylor.py [--seeds 5] [--jobs 2]``.
 Writes ``benchmarks/results/dpsvc_linear_share_taylor.json`` and ``.md``.
 """
 
@@ -86,7 +86,8 @@ def render(meta: dict, rows: list[dict]) -> str:
     L = ["# DPSVC: the linear share on the Taylor map (issue 11)\n",
          f"Run {meta['run']}, {meta['platform']}, privtune {meta['privtune']}, {meta['seeds']} noise seeds per cell "
          f"(median test accuracy), {meta['seconds']:.0f} s. `OMP_NUM_THREADS=1 .venv/bin/python "
-         "benchmarks/dpsvc_linear_share_taylor.py`. Data prepared as in `dp_trainer_defaults.py` (standardised, "
+         "benchmarks/studies/dpsvc_linear_share_taylor.py`. Data prepared as in `dp_trainer_defaults.py` "
+         "(standardised, "
          "rows scaled to unit L2 norm, 70/30 stratified split), δ = 1e-6, `DPSVC` at its defaults but `gamma` and "
          "`linear_share`; only the tasks where the default picks the Taylor map. Difference: `linear_share=0.25` "
          "(the default) minus `linear_share=0`, in points of test accuracy.\n",

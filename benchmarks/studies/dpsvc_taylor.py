@@ -6,18 +6,18 @@ centred random Fourier map (with its linear share). Both are public, data-indepe
 declared norm, so the guarantee is the same: only accuracy moves. ``features="auto"`` (the default) took the
 Taylor map when the training set had at least 20 rows per column of it, the rule this script chose; it measures
 the maps side by side so that rule can be judged, and reports which map the rule picks on every task (the
-current rule, 4 rows per column since ``benchmarks/dpsvc_taylor_threshold.py``, when rerun).
+current rule, 4 rows per column since ``benchmarks/studies/dpsvc_taylor_threshold.py``, when rerun).
 
-Protocol: the nine binary tasks of ``benchmarks/dp_trainer_defaults.py`` and five more synthetic ones made here
+Protocol: the nine binary tasks of ``benchmarks/trainers/dp_trainer_defaults.py`` and five more synthetic ones made here
 (``--extra``; none of them was used to choose the rule), standardised, rows scaled to unit L2 norm, 70/30
 stratified split; ``DPSVC`` at its defaults but ``features``, ``linear_share`` (Taylor with 0 and with the Fourier
 default 0.25) and ``gamma`` in {0.3, 1 (the default), 3}; per-fit epsilon in {0.1, 0.3, 1, 3, 10} (delta 1e-6);
 median test accuracy over noise seeds 0..S-1 (``--seeds``, default 5). Non-private ``SVC`` with the same C and
 gamma for reference. The Taylor map is taken as it was when this comparison was made: ``column_balance=0`` (the
 kernel's own block weights) and ``reference_norm=None`` (inputs clipped to norm 1, no centring); the balance and the
-centring that are now the default are measured in ``benchmarks/dpsvc_column_balance.py``.
+centring that are now the default are measured in ``benchmarks/studies/dpsvc_column_balance.py``.
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dpsvc_taylor.py [--seeds 5] [--only NAME ...]`` (about 25
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dpsvc_taylor.py [--seeds 5] [--only NAME ...]`` (about 25
 minutes on one core; ``--only`` runs some tasks and merges them into the results). Writes
 ``benchmarks/results/dpsvc_taylor.json`` and ``.md``.
 """
@@ -139,7 +139,8 @@ def render(meta, rows) -> str:
              f"Run {meta['date']}, {meta['platform']}, privtune {meta['privtune']}, {meta['seeds']} noise seeds "
              f"per cell (median test accuracy), {meta['seconds']} s. "
              + (meta.get("note", "") + ". " if meta.get("note") else "")
-             + "`OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dpsvc_taylor.py`. Rows standardised and scaled to "
+             + "`OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dpsvc_taylor.py`. Rows standardised and "
+               "scaled to "
              "unit L2 norm, 70/30 stratified split, delta 1e-6, every other parameter at its default. fourier: "
              "`features=\"fourier\"` (random Fourier features with the linear share 0.25); taylor: "
              "`features=\"taylor\", linear_share=0`; auto picks: the map `features=\"auto\"` (the default) uses "

@@ -2,7 +2,8 @@
 
 ``features="auto"`` takes the deterministic Taylor map when the training set has at least ``c`` rows per column of
 it (``TAYLOR_ROWS_PER_FEATURE``), else the random Fourier features. ``c = 20`` was chosen in
-``benchmarks/dpsvc_taylor.py`` on fourteen tasks, before the Taylor map had its column balance, its centring, the
+``benchmarks/studies/dpsvc_taylor.py`` on fourteen tasks, before the Taylor map had its column balance, its centring,
+the
 1 000-step cap and the horizon floor. This script measures the two maps side by side on tasks *below* 20 rows per
 column (the only ones a lower threshold would change), and reports, for each candidate ``c``, what the default
 would gain or lose on the cells whose map it changes. Both maps are public, data-independent maps clipped to the
@@ -22,7 +23,7 @@ the tasks and cells it changes, Taylor minus Fourier over those cells (mean, cel
 one point, worst), the cells where the Taylor map falls to the majority-class rate (within one test row) where
 the random features did not, and whether every changed task stays non-decreasing in epsilon.
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dpsvc_taylor_threshold.py --group dev|heldout [--seeds 5]
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dpsvc_taylor_threshold.py --group dev|heldout [--seeds 5]
 [--jobs 2]``. Writes ``benchmarks/results/dpsvc_taylor_threshold_<group>.json`` and the Markdown table
 ``benchmarks/results/dpsvc_taylor_threshold.md`` of the groups run so far.
 """
@@ -152,7 +153,8 @@ def summary(rows: list[dict], c: float) -> dict:
 
 def markdown() -> str:
     L = ["# DPSVC: the rows-per-column threshold of `features=\"auto\"` (issue 11)\n",
-         "`OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dpsvc_taylor_threshold.py --group dev|heldout`. Median test "
+         "`OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dpsvc_taylor_threshold.py --group dev|heldout`. "
+         "Median test "
          "accuracy over the noise seeds; data prepared as in `dp_trainer_defaults.py`; `DPSVC` at its defaults but "
          "`features` and `gamma` (0.3 / 1 / 3), ε 0.1 / 0.3 / 1 / 3 / 10, δ = 1e-6. Only tasks below 20 training rows "
          "per column of the Taylor map (where `\"auto\"` keeps the random features today). For a threshold c: the "

@@ -31,7 +31,8 @@ numbers). The methods and their accounting (replace-one on the validation rows, 
 60 seeds per cell (part A has 20; on wine's 71 validation rows one or two picks of a bad candidate decide the 90th
 percentile of 20 seeds).
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/search_ideas.py [--seeds 60] [--quick]`` (about 4 minutes on
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/search_ideas.py [--seeds 60] [--quick]`` (about 4
+minutes on
 2 cores). Writes ``benchmarks/results/search_ideas.{json,md}`` (``--quick``, a smoke test, writes nothing).
 """
 
@@ -230,7 +231,7 @@ def main() -> None:
     rows = run(args.seeds, args.quick)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "platform": platform.platform(), "seeds": args.seeds,
             "seconds": time.perf_counter() - t0, "privtune": privtune.__version__,
-            "command": "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/search_ideas.py"
+            "command": "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/search_ideas.py"
                        + (f" --seeds {args.seeds}" if args.seeds != 60 else "") + (" --quick" if args.quick else "")}
     lib = library_rows()
     if not args.quick:  # a smoke test writes nothing

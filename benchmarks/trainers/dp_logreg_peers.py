@@ -29,7 +29,7 @@ diffprivlib 0.6.6 predates scikit-learn 1.9: the script patches two names sklear
 (``sklearn.tree._tree.DOUBLE`` and the ``multi_class`` argument) before importing it. Benchmark-only
 dependencies (installed with ``pip install --no-deps diffprivlib opacus opt_einsum``; torch 2.13.0+cpu kept).
 
-Usage: python benchmarks/dp_logreg_peers.py [--seeds 5]
+Usage: python benchmarks/trainers/dp_logreg_peers.py [--seeds 5]
 """
 
 from __future__ import annotations

@@ -13,13 +13,13 @@ Peers, measured in the same run:
   (one-vs-rest) and ``SVC`` (RBF, one-vs-one);
 * diffprivlib 0.6.6 ``LogisticRegression(epsilon, data_norm=1)``: one-vs-rest with ε / K per class,
   objective perturbation, pure ε-DP. It runs in a side venv with the scikit-learn it supports (see
-  ``benchmarks/dp_trainer_peer_table.py``'s docstring: ``python3 -m venv /tmp/peer-venv`` and
+  ``benchmarks/trainers/dp_trainer_peer_table.py``'s docstring: ``python3 -m venv /tmp/peer-venv`` and
   ``/tmp/peer-venv/bin/pip install "diffprivlib==0.6.6" "scikit-learn==1.7.2"``); skipped if absent;
 * Opacus 1.6.0 DP-SGD on a linear layer with the softmax cross-entropy (a multinomial model, one clipped
   gradient for all K outputs) at target ε/2 add/remove, i.e. replace-one (ε, (1 + e^(ε/2)) 1e-6); clip 1,
   Poisson batches of n/10, 5 epochs, SGD lr 1, not tuned; skipped if Opacus is not installed.
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dp_multiclass.py [--seeds 5] [--quick]``. Writes
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/trainers/dp_multiclass.py [--seeds 5] [--quick]``. Writes
 ``benchmarks/results/dp_multiclass.{json,md}`` (``--quick``: a smoke run, into a temporary directory).
 """
 
@@ -142,7 +142,7 @@ def markdown(meta, rows) -> str:
          f"{meta['privtune']}, scikit-learn {meta['sklearn']}, numpy {meta['numpy']}, opacus "
          f"{meta['opacus'] or 'not installed'}; diffprivlib {meta['diffprivlib'] or '-'} (scikit-learn "
          f"{meta['diffprivlib_sklearn'] or '-'}, side venv; {meta['diffprivlib_status']}). "
-         "`OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dp_multiclass.py`.\n",
+         "`OMP_NUM_THREADS=1 .venv/bin/python benchmarks/trainers/dp_multiclass.py`.\n",
          f"Median test accuracy over {meta['seeds']} noise seeds; rows standardised and scaled to unit L2 norm; "
          "70/30 stratified split. privtune: each estimator at its defaults with the classes declared, "
          "(ε, 1e-6)-DP replace-one, one run on one weight vector per class (multinomial for DPLogisticRegression, "

@@ -15,7 +15,7 @@ reference is non-private scikit-learn on the same splits. Measured here:
    n_iter=5)`` on ``make_circles`` (training and validation rows both sensitive; 5 seeds), the refit model's test
    accuracy and the privacy spent.
 
-Usage: python benchmarks/dp_svm_accuracy.py
+Usage: python benchmarks/trainers/dp_svm_accuracy.py
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ Checks printed at the end: (a) accuracy non-decreasing in ε within one point
 (b) at per-fit ε = 1, the gap to the non-private reference for n ≥ 10 000
 training rows (target ≤ 1 point) and for n ≈ 400-1 400 (target ≤ 4 points).
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dp_trainer_defaults.py [--seeds 9] [--quick]``
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/trainers/dp_trainer_defaults.py [--seeds 9] [--quick]``
 (about 10 minutes on 2 cores with 9 seeds).
 Writes ``benchmarks/results/dp_trainer_defaults.json`` and ``.md``.
 """
@@ -142,7 +142,7 @@ def render(meta, rows) -> str:
     L = ["# DP estimators at their defaults (issue 11)\n",
          f"Run {meta['run']}, {meta['platform']}, privtune {meta['privtune']}, {meta['seeds']} noise seeds per cell "
          f"(median test accuracy; T = median steps run), rows standardised and scaled to unit L2 norm, 70/30 "
-         f"stratified split, δ = 1e-6. `python benchmarks/dp_trainer_defaults.py`. Reference: non-private "
+         f"stratified split, δ = 1e-6. `python benchmarks/trainers/dp_trainer_defaults.py`. Reference: non-private "
          "scikit-learn with the same C (LogisticRegression / LinearSVC / SVC(rbf)); for DPSVC also \"same "
          "features\": a non-private LinearSVC on the variant's own feature map as fitted at ε = 1 (map and column "
          "count in brackets). Gap: reference minus DP accuracy at per-fit ε = 1, in points. "

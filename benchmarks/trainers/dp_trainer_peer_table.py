@@ -5,7 +5,7 @@ defaults against non-private scikit-learn and the peer libraries, measured side 
 
 Protocol.
 
-* Data: the nine binary tasks of ``benchmarks/dp_trainer_defaults.py`` (breast cancer, digits 0-4 vs 5-9,
+* Data: the nine binary tasks of ``benchmarks/trainers/dp_trainer_defaults.py`` (breast cancer, digits 0-4 vs 5-9,
   wine class 0 vs rest, moons, circles, and four ``make_classification`` sets of 2 000 to 50 000 rows; nothing
   downloaded), standardised (public preprocessing, for the benchmark), every row divided by
   ``max(1, ||x||_2)`` (the declared bound 1), a 70/30 stratified split (``random_state=0``).
@@ -13,7 +13,7 @@ Protocol.
   ``epsilon`` and ``classes=[0, 1]``: (epsilon, 1e-6)-DP under replace-one (Gaussian noise).
 * diffprivlib 0.6.6 ``LogisticRegression(epsilon=eps, data_norm=1.0)``: objective perturbation, pure
   epsilon-DP under replace-one (stronger than privtune's (epsilon, 1e-6)). It runs in a side virtualenv,
-  because it does not import beside scikit-learn >= 1.9 (see ``benchmarks/dp_trainer_peers.py``)::
+  because it does not import beside scikit-learn >= 1.9 (see ``benchmarks/trainers/dp_trainer_peers.py``)::
 
       python3 -m venv /tmp/peer-venv
       /tmp/peer-venv/bin/pip install "diffprivlib==0.6.6" "scikit-learn==1.7.2"
@@ -25,7 +25,7 @@ Protocol.
   public feature map (Taylor or random Fourier, as its default picks), so the comparison is like for like),
   ``make_private_with_epsilon`` with the PRV accountant at **target epsilon eps / 2** and delta 1e-6,
   per-example gradient norm clipped at 1, Poisson batches of expected size n / 10, 5 epochs, SGD with learning
-  rate 1.0, no weight decay (not tuned: the settings of ``benchmarks/dp_trainer_peers.py``). Opacus' guarantee
+  rate 1.0, no weight decay (not tuned: the settings of ``benchmarks/trainers/dp_trainer_peers.py``). Opacus' guarantee
   is under add/remove; (eps / 2, delta) add/remove gives replace-one (eps, (1 + e**(eps/2)) delta), so the
   eps / 2 run is the like-for-like one at privtune's replace-one epsilon (with a somewhat larger delta).
 * Non-private references on the same rows: scikit-learn ``LogisticRegression`` / ``LinearSVC`` with the same
@@ -33,7 +33,7 @@ Protocol.
 * epsilon in {0.1, 0.3, 1, 3, 10}; the median test accuracy over noise seeds 0..S-1 (``--seeds``, default 5).
   Monotone: the median is non-decreasing in epsilon within max(1 point, 2 test rows), per method.
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dp_trainer_peer_table.py [--seeds 5] [--quick]``
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/trainers/dp_trainer_peer_table.py [--seeds 5] [--quick]``
 (about 15 minutes on 2 cores; Opacus is most of it). Writes ``benchmarks/results/dp_trainer_peer_table.json``
 and ``.md``. A missing peer is reported as skipped, never silently dropped.
 """
@@ -109,8 +109,8 @@ def opacus_acc(Xtr, ytr, Xte, yte, eps, seed, loss="logistic", epochs=5, lr=1.0)
     """Opacus DP-SGD on a linear layer at (eps / 2, DELTA) add/remove; returns (accuracy, noise multiplier).
 
     ``loss``: ``"logistic"`` (BCE with logits), ``"hinge"`` (labels 0/1 as -1/+1), or ``"softmax"`` (the
-    cross-entropy of one output per class, any number of classes; ``benchmarks/dp_multiclass.py``). Also
-    ``benchmarks/dp_trainer_peers.py``'s peer.
+    cross-entropy of one output per class, any number of classes; ``benchmarks/trainers/dp_multiclass.py``). Also
+    ``benchmarks/trainers/dp_trainer_peers.py``'s peer.
     """
     import torch
     from opacus import PrivacyEngine
@@ -244,7 +244,7 @@ def render(meta, rows) -> str:
          f"{meta['privtune']}, scikit-learn {meta['sklearn']}, numpy {meta['numpy']}, torch {meta['torch'] or '-'}, "
          f"opacus {meta['opacus'] or 'not installed'}; diffprivlib {meta['diffprivlib'] or '-'} (scikit-learn "
          f"{meta['diffprivlib_sklearn'] or '-'}, side venv; {meta['diffprivlib_status']}). "
-         "`OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dp_trainer_peer_table.py`.\n",
+         "`OMP_NUM_THREADS=1 .venv/bin/python benchmarks/trainers/dp_trainer_peer_table.py`.\n",
          f"Median test accuracy over {meta['seeds']} noise seeds; rows standardised and scaled to unit L2 norm; 70/30 "
          "stratified split. privtune: each estimator at its defaults, (ε, 1e-6)-DP replace-one. diffprivlib: "
          "`LogisticRegression(epsilon, data_norm=1)`, pure ε-DP replace-one (it has no SVM). Opacus: DP-SGD on a "

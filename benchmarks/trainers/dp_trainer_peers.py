@@ -39,7 +39,7 @@ The side interpreter is ``--peer-python``, else ``$PRIVTUNE_PEER_PYTHON``, else
 creates the venv). Opacus is optional in the main venv (``.venv/bin/pip install opacus``; it keeps the
 installed torch); without it the Opacus row is skipped.
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dp_trainer_peers.py`` (about 2-3 minutes; Opacus
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/trainers/dp_trainer_peers.py`` (about 2-3 minutes; Opacus
 is most of it). Writes ``benchmarks/results/dp_trainer_peers.json`` and ``.md``.
 """
 
@@ -316,7 +316,7 @@ def main(argv=None) -> int:
         "# DP logistic regression: privtune vs diffprivlib vs Opacus (fit time and accuracy)", "",
         f"Run {meta['run']}, {meta['platform']}, {meta['cpus']} CPUs, OMP_NUM_THREADS={meta['OMP_NUM_THREADS']}, "
         f"load average {load_before[0]:.2f} before / {meta['loadavg_after'][0]:.2f} after; "
-        f"{meta['seconds']:.0f} s. `OMP_NUM_THREADS=1 .venv/bin/python benchmarks/dp_trainer_peers.py`.", "",
+        f"{meta['seconds']:.0f} s. `OMP_NUM_THREADS=1 .venv/bin/python benchmarks/trainers/dp_trainer_peers.py`.", "",
         f"Versions: python {meta['python']}, privtune {meta['privtune']}, numpy {meta['numpy']}, "
         f"scikit-learn {meta['sklearn']}, torch {torch_version or '-'}, opacus {opacus_version or 'not installed'}; "
         f"{peer}.", "",

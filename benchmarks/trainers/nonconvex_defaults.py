@@ -20,7 +20,7 @@ Checks printed at the end: (a) median accuracy non-decreasing in epsilon within
 the defaults; (b) breast cancer at epsilon = 1 with the default solver and loss:
 median >= 0.85 (issue 13's target).
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/nonconvex_defaults.py [--seeds 7]``
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/trainers/nonconvex_defaults.py [--seeds 7]``
 (about 8 minutes on one core). Writes ``benchmarks/results/nonconvex_defaults.json`` and ``.md``.
 """
 
@@ -120,7 +120,8 @@ def main() -> None:
     eps_head = " | ".join(f"ε = {e:g}" for e in EPSILONS)
     lines = [f"# DPNonConvexClassifier at its defaults (median test accuracy over {args.seeds} noise seeds)", "",
              f"Run {meta['date']}, {meta['platform']}, {elapsed:.0f} s. "
-             "`OMP_NUM_THREADS=1 .venv/bin/python benchmarks/nonconvex_defaults.py`. Solver `2opt-ls`, delta = 1e-6, "
+             "`OMP_NUM_THREADS=1 .venv/bin/python benchmarks/trainers/nonconvex_defaults.py`. Solver `2opt-ls`, "
+             "delta = 1e-6, "
              "rows standardised and clipped to L2 norm 1. In brackets: the share of runs that certified a "
              "second-order point. `noiseless`: the same model at epsilon = 1000 with max_iter 200 (3 seeds); "
              "`sklearn LR`: non-private logistic regression.", ""]

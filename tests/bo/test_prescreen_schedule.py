@@ -66,7 +66,7 @@ def test_the_default_fits_at_most_12_n_iter_and_never_more_than_before():
             assert plan.fits <= 3 * max(64, 4 * n_iter)
             if n_iter >= 11:
                 assert plan.fits <= 2.4 * 5 * n_iter
-    # part A of benchmarks/privacy_utility.py: 64 candidates, n_iter 10 and 30: every one, as before
+    # part A of benchmarks/privacy_utility/privacy_utility.py: 64 candidates, n_iter 10 and 30: every one, as before
     assert (_method(10).screening_plan(64, 228).screened, _method(10).screening_plan(64, 228).folds) == (64, 2)
     assert (_method(30).screening_plan(64, 228).screened, _method(30).screening_plan(64, 228).folds) == (64, 3)
     # the default candidate set (256) at n_iter = 10 and 20 (PrivateSearchCV's default)

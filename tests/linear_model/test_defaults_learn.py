@@ -151,7 +151,7 @@ def test_defaults_are_the_gaussian_variant():
 def test_dpsvc_default_linear_share_learns_where_the_plain_rbf_kernel_does_not():
     """Wine (class 0 against the rest, 124 training rows) at per-fit epsilon = 1: the plain RBF kernel's random
     features stay near the majority rate over these seeds, the default's linear share (0.25) learns
-    (``benchmarks/dpsvc_linear_share.py``: 0.852 against 0.963, 9 seeds, another split)."""
+    (``benchmarks/studies/dpsvc_linear_share.py``: 0.852 against 0.963, 9 seeds, another split)."""
     from sklearn.datasets import load_wine
 
     X, y = load_wine(return_X_y=True)
@@ -169,7 +169,7 @@ def test_dpsvc_taylor_default_learns_more_with_its_column_balance():
     """Moons (1 400 training rows: the Taylor map, degree 8, 44 columns) at the default ``column_balance="auto"``:
     median accuracy non-decreasing in epsilon, never below the kernel's own block weights (``column_balance=0``)
     by more than 1 point, and above them once the noise is small (the rule gives 0.60 at epsilon = 3 and 0.75 at
-    10; ``benchmarks/dpsvc_column_balance.py``: 0.888 against 0.867 at epsilon = 3, 5 seeds, both
+    10; ``benchmarks/studies/dpsvc_column_balance.py``: 0.888 against 0.867 at epsilon = 3, 5 seeds, both
     centred)."""
     from sklearn.datasets import make_moons
 
