@@ -47,8 +47,8 @@ against non-private selection by the same score among the same 32; score error a
 Peer libraries (diffprivlib, Opacus) are compared per fit in ``benchmarks/trainers/dp_trainer_peers.py``.
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/privacy_utility/privacy_utility.py [--seeds 20] [--quick]
-[--part A|B|C]
-[--only TASK] [--methods M,...]`` (``--only`` with ``--part A``, ``B`` or ``C``: rerun the tasks whose name contains
+[--part A|B|C] [--only TASK] [--methods M,...]`` (``--only`` with ``--part A``, ``B`` or ``C``: rerun the tasks whose
+name contains
 TASK, keep the rest; ``--methods`` with ``--part A`` or ``C``: rerun those methods only, keep the other rows).
 Writes ``benchmarks/results/privacy_utility.{json,md,png}``.
 """

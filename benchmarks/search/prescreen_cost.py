@@ -3,8 +3,7 @@
 An expensive estimator, scikit-learn's ``HistGradientBoostingClassifier`` at its defaults (early stopping on
 above 10 000 rows), tuned over learning rate, leaf count and L2 regularisation (the space of
 ``benchmarks/privacy_utility/privacy_utility.py``'s HGB task) on a synthetic set of 15 000 public training rows, 5
-000 sensitive
-validation rows and 20 features. Side by side, one process each, one thread:
+000 sensitive validation rows and 20 features. Side by side, one process each, one thread:
 
 * ``RandomizedSearchCV(n_iter, cv=5)`` on the training rows (its 5 ``n_iter`` fits and the refit), and on the same
   split as privtune (a ``PredefinedSplit``: ``n_iter`` fits and the refit);

@@ -5,8 +5,8 @@
 ``column_balance="auto"`` (the default) sets ``beta = 0.75 * clip(log10(0.1 / r), 0, 1)`` from the run's public
 noise-to-signal ratio ``r = 2 nm sqrt(columns + 1) / n``. The two constants were chosen on the *development* tasks
 (every task of ``benchmarks/studies/dpsvc_taylor.py`` where ``features="auto"`` picks the Taylor map) from a sweep of
-beta in
-{0, 0.25, 0.5, 0.75} on the uncentred map; the *held-out* tasks below were made afterwards and never used to choose
+beta in {0, 0.25, 0.5, 0.75} on the uncentred map; the *held-out* tasks below were made afterwards and never used to
+choose
 anything. With a ``reference_norm`` (the default 1) the map is also centred on the reference sphere (its mean
 there subtracted, a public vector); ``reference_norm=None`` keeps it uncentred. Every variant is a public map
 clipped to the same declared norm: the guarantee is the same, only accuracy moves.

@@ -3,8 +3,7 @@
 ``features="auto"`` takes the deterministic Taylor map when the training set has at least ``c`` rows per column of
 it (``TAYLOR_ROWS_PER_FEATURE``), else the random Fourier features. ``c = 20`` was chosen in
 ``benchmarks/studies/dpsvc_taylor.py`` on fourteen tasks, before the Taylor map had its column balance, its centring,
-the
-1 000-step cap and the horizon floor. This script measures the two maps side by side on tasks *below* 20 rows per
+the 1 000-step cap and the horizon floor. This script measures the two maps side by side on tasks *below* 20 rows per
 column (the only ones a lower threshold would change), and reports, for each candidate ``c``, what the default
 would gain or lose on the cells whose map it changes. Both maps are public, data-independent maps clipped to the
 same declared norm: the guarantee is the same, only accuracy moves.

@@ -32,8 +32,7 @@ numbers). The methods and their accounting (replace-one on the validation rows, 
 percentile of 20 seeds).
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/search_ideas.py [--seeds 60] [--quick]`` (about 4
-minutes on
-2 cores). Writes ``benchmarks/results/search_ideas.{json,md}`` (``--quick``, a smoke test, writes nothing).
+minutes on 2 cores). Writes ``benchmarks/results/search_ideas.{json,md}`` (``--quick``, a smoke test, writes nothing).
 """
 
 from __future__ import annotations
