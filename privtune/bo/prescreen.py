@@ -19,7 +19,7 @@ For any estimator whose fit does not get slower on fewer rows, the screening
 then takes at most ``screen_budget`` times one fit on all the training rows.
 Within the budget the screening looks at as many candidates as it can with
 2-fold cross-validation, and uses 3 folds only when the budget pays for them on
-every screened candidate: on ``benchmarks/privacy_utility.py``'s part-A tasks,
+every screened candidate: on ``benchmarks/privacy_utility/privacy_utility.py``'s part-A tasks,
 64 candidates at 2 folds kept as good a set as 64 at 3 folds, and a better one
 than 33 at 3 (docs/methods.md). Successive halving on
 subsamples of the rows (scikit-learn's ``HalvingRandomSearchCV``) was measured
@@ -38,8 +38,8 @@ validation rows are the same.
 
 What it buys: the structure of the search space (how good each region is on the
 training data) is used for free, so the private selection runs among strong
-candidates; measured in ``benchmarks/prescreen_utility.py`` and
-``benchmarks/privacy_utility.py`` (part A).
+candidates; measured in ``benchmarks/privacy_utility/prescreen_utility.py`` and
+``benchmarks/privacy_utility/privacy_utility.py`` (part A).
 """
 
 from __future__ import annotations

@@ -117,7 +117,7 @@ class DPNonConvexClassifier(_LogisticProbaMixin, _LinearClassifier):
         ``T``). privtune's default, not the paper's rule: the run's noise
         grows like ``sqrt(T)`` and on a few thousand rows the paper's
         ``T`` (hundreds to thousands of iterations) drowns the gradient. Chosen
-        by measurement (``benchmarks/nonconvex_defaults.py``) over 6 sets
+        by measurement (``benchmarks/trainers/nonconvex_defaults.py``) over 6 sets
         (breast cancer, 398 training rows; digits 0-4 vs 5-9, 1 257 rows,
         64 features; ``make_classification`` with 1 050 / 2 100 / 4 200 /
         14 000 rows and 30 / 10 / 5 / 20 features; rows standardised and

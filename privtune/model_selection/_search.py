@@ -90,7 +90,7 @@ _logger = get_logger("privtune.model_selection")
 
 #: The default release method: ``"auto"`` resolves to ``"prescreen"`` when the training rows are
 #: public and given apart from the validation rows, else to ``"random"`` -- both unconditional, and the
-#: lowest median and 90th-percentile regret in benchmarks/privacy_utility.py (README, docs/methods.md).
+#: lowest median and 90th-percentile regret in benchmarks/privacy_utility/privacy_utility.py (README, docs/methods.md).
 DEFAULT_METHOD = "auto"
 
 
@@ -225,7 +225,7 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         (``sensitive="validation"``, no ``cv``, no ``selection`` in
         ``method_params``) and ``"random"`` otherwise: both have an
         unconditional guarantee, and they had the lowest median and
-        90th-percentile regret in ``benchmarks/privacy_utility.py``
+        90th-percentile regret in ``benchmarks/privacy_utility/privacy_utility.py``
         (docs/methods.md gives the figures and the range where they hold).
         The resolved name is ``method_``. ``"lipschitz"`` (Kusner et al.'s
         Alg. 3, public training rows only) is unconditional only under your

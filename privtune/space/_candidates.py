@@ -191,7 +191,7 @@ def candidate_set(
     the design point) and re-encoded, so integer and categorical coordinates
     snap to their bin centres and every point's encoding decodes back to it.
     65 536 points in 6 dimensions take about 0.06 s
-    (``benchmarks/bo_overhead.py --scale``).
+    (``benchmarks/engine/bo_overhead.py --scale``).
 
     Grid points come first, then Sobol points; points with equal decoded values
     (common with integer and categorical dimensions) are kept once, at their

@@ -59,13 +59,13 @@ public, data-independent map, so the privacy analysis is the same as for the
 random features. ``features="auto"`` (the default) takes it when the training
 set has at least 4 rows per column of it (and, with an explicit integer
 ``n_components``, at most that many columns). The threshold is measured, not
-derived (``benchmarks/dpsvc_taylor_threshold.py``, docs/trainers.md): with the
+derived (``benchmarks/studies/dpsvc_taylor_threshold.py``, docs/trainers.md): with the
 column balance and the centring below, the Taylor map beat the random features
 by 3.1 points on average over the 105 cells (gamma 0.3 / 1 / 3, epsilon 0.1 to
 10) of the seven development tasks with 4 to 20 rows per column (71 better, 10
 worse by more than a point) and by 4.0 over the 75 cells of five tasks made
 afterwards; below 4 rows per column it fell to the majority class on
-imbalanced sets more often. It was 20 before (``benchmarks/dpsvc_taylor.py``,
+imbalanced sets more often. It was 20 before (``benchmarks/studies/dpsvc_taylor.py``,
 chosen before the balance and the centring).
 
 **Column balance** (``column_balance``, Taylor map only; privtune's choice).
@@ -78,10 +78,10 @@ moves the blocks' weights towards their column counts
 run's public noise-to-signal ratio, 0 in the noisy regime and up to 0.75 once
 the noise is small (:func:`auto_column_balance`). With the centring, on 14 000
 synthetic rows of 20 features at epsilon = 1: 0.945 against 0.927 without
-either (``benchmarks/dpsvc_column_balance.py``, docs/trainers.md). It moves the
+either (``benchmarks/studies/dpsvc_column_balance.py``, docs/trainers.md). It moves the
 kernel with epsilon, so at a strong regularisation the accuracy can fall as
 epsilon grows: raw ``make_circles`` rows at C = 0.01, gamma = 1, 0.984 at
-epsilon = 0.1 and 0.974 at 1 (``benchmarks/dp_svm_accuracy.py``).
+epsilon = 0.1 and 0.974 at 1 (``benchmarks/trainers/dp_svm_accuracy.py``).
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ _FEATURE_NORM = 1.0
 _FEATURE_MAPS = ("auto", "fourier", "taylor")
 
 #: ``features="auto"`` takes the Taylor map when the training set has at least this many rows per column of it
-#: (``benchmarks/dpsvc_taylor_threshold.py``; 20 before the column balance and the centring).
+#: (``benchmarks/studies/dpsvc_taylor_threshold.py``; 20 before the column balance and the centring).
 TAYLOR_ROWS_PER_FEATURE = 4
 
 #: Largest number of columns of the Taylor map (the same cap as ``n_components``).
@@ -148,9 +148,9 @@ def auto_column_balance(epsilon: float, delta: float, noise: str, n_samples: int
     ``(epsilon, delta)``, ``columns`` the coefficients of one weight vector,
     the intercept's included). The balance is ``0.75 * clip(log10(0.1 / r), 0, 1)``:
     none when one step's noise is a tenth of the largest gradient or more, 0.75
-    from a hundredth down. Measured, not derived (``benchmarks/dpsvc_column_balance.py``):
+    from a hundredth down. Measured, not derived (``benchmarks/studies/dpsvc_column_balance.py``):
     the two constants were chosen from a sweep of the balance over {0, 0.25,
-    0.5, 0.75} on the 8 tasks of ``benchmarks/dpsvc_taylor.py`` where the Taylor
+    0.5, 0.75} on the 8 tasks of ``benchmarks/studies/dpsvc_taylor.py`` where the Taylor
     map is the default (gamma 0.3 / 1 / 3, epsilon 0.1 to 10), where a fixed
     balance of 0.5 gained at epsilon >= 1 and lost up to 6.5 points at
     epsilon = 0.1. The balance alone against none, both on the uncentred map
@@ -193,7 +193,7 @@ class DPSVC(_DPMarginClassifier):
         ``n`` (100 features up to 625 rows, 500 from 15 625 rows): more
         features approximate the kernel better and cost little accuracy to
         noise once ``n`` is large (measured in
-        ``benchmarks/dp_trainer_defaults.py``: on 14 000 synthetic rows at
+        ``benchmarks/trainers/dp_trainer_defaults.py``: on 14 000 synthetic rows at
         epsilon = 1, 0.864 with 100 features and 0.922 with 500, 3 seeds; on breast
         cancer's 398 rows the count made no consistent difference). Their L2 norm is at most
         1 whatever ``D`` (they are clipped to it; the Gaussian noise's bound);
@@ -264,7 +264,7 @@ class DPSVC(_DPMarginClassifier):
         kernel maps' many small columns still gain from more steps; 0 is the
         linear models' rule (privtune's, not the paper's). Privacy-neutral:
         the run's cost does not depend on its number of steps. Measured in
-        ``benchmarks/dpsvc_horizon_floor.py`` (``docs/trainers.md``).""" + \
+        ``benchmarks/studies/dpsvc_horizon_floor.py`` (``docs/trainers.md``).""" + \
         _COMMON_PARAMS_DOC.replace("""
     C : float in (0, inf), default=1.0
         Inverse regularisation strength, as in scikit-learn""", """

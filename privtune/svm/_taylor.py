@@ -43,7 +43,7 @@ of norm 1 at ``||u|| = 1``. Under DP noise a degree-2 block of hundreds of
 columns that the kernel weights like the 20-column degree-1 block is learnt
 slowly (its columns are small against noise of the same size in every
 direction); moving weight towards it helps once the noise is small and hurts
-when it is large (``benchmarks/dpsvc_column_balance.py``), which is why
+when it is large (``benchmarks/studies/dpsvc_column_balance.py``), which is why
 ``DPSVC(column_balance="auto")`` sets ``beta`` from the run's public
 noise-to-signal ratio.
 

@@ -48,7 +48,7 @@ __all__ = ["Schedule", "step_schedule", "uniform_split", "opt_split", "opt_split
 SOLVERS = ("gd", "hb", "nag", "nag-opt", "masg", "masg-opt")
 HORIZONS = ("auto", "max_iter", "paper")
 #: ``T = AUTO_HORIZON_SCALE / sqrt(r)`` in :func:`auto_horizon` (privtune's rule, measured in
-#: ``benchmarks/dp_trainer_defaults.py``).
+#: ``benchmarks/trainers/dp_trainer_defaults.py``).
 AUTO_HORIZON_SCALE = 5.0
 #: Fewest steps :func:`auto_horizon` chooses.
 AUTO_HORIZON_MIN = 1
@@ -262,14 +262,14 @@ def auto_horizon(noise_to_signal: float, cap: int, *, laplace: bool = False, dim
     optimisation, and on rows of bounded norm the curvature along a typical
     direction is about ``1/d`` of the declared smoothness, so a momentum method
     has converged for accuracy after a small multiple of ``sqrt(d)`` to ``d``
-    steps. Measured (``benchmarks/dp_trainer_defaults.py``): a cap of ``max(20, d)``
+    steps. Measured (``benchmarks/trainers/dp_trainer_defaults.py``): a cap of ``max(20, d)``
     cost up to 2 points at epsilon >= 3 on 3 500 and 14 000 synthetic rows of
     20 features, while ``max(50, 2 d)`` halves the time of a fit on 80 000 x 20
-    rows against the cap of 100 (``benchmarks/dp_trainer_peers.py``).
+    rows against the cap of 100 (``benchmarks/trainers/dp_trainer_peers.py``).
 
     The Gaussian constant was measured, not derived: ``T ~ r**-1/2`` with scale
     5 had the lowest mean loss of accuracy against the best fixed horizon per
-    cell on six data sets at epsilon 0.1 to 10 (``benchmarks/dp_trainer_defaults.py``).
+    cell on six data sets at epsilon 0.1 to 10 (``benchmarks/trainers/dp_trainer_defaults.py``).
     This is privtune's deviation from Kuru et al. (2022), whose bound-minimising
     ``T*`` (``horizon="paper"``) with ``mu = 1 / (C n)`` picks 1 to 7 steps at
     per-fit epsilon <= 1 on a few hundred rows and up to its cap (100) on

@@ -213,7 +213,7 @@ __all__ = [
 
 #: ``eta0 = ETA0_FACTOR / (L + l2)`` when the objective declares a smoothness bound ``L`` (spec P11 suggests "a few
 #: times 1/L"; with ``max_backtracks = 10`` and ``beta = 0.8`` the candidates then span ``[0.54/L, 4/L]``). Measured
-#: without the trust region (docs/papers/seed003_chen_lee.md): 1/L to 2/L is slightly better for logistic
+#: without the trust region (docs/papers/seed003.md): 1/L to 2/L is slightly better for logistic
 #: regression on small noisy problems, 8/L or more for the smoothed hinge, whose bound ``L = 1/h`` overstates its
 #: typical curvature; with the trust region (the default) the cap binds on noisy problems and the factor matters
 #: less.
