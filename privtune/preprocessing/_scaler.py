@@ -363,17 +363,21 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_features)
         """
-        from privtune.linear_model._input import _numeric_table
-
-        check_is_fitted(self, "n_samples_seen_")
-        _public_table_shape(X, type(self).__name__)
-        out = np.array(_numeric_table(self, X, type(self).__name__, reset=False, entrywise=True), dtype=float)
+        out = self._fitted_rows(X)
         with np.errstate(all="ignore"):
             if self.with_mean:
                 out -= self.mean_
             if self.with_std:
                 out /= self.scale_
         return out
+
+    def _fitted_rows(self, X: Any) -> np.ndarray:
+        """``X`` as a new float array of the fitted width (entries that are not numbers: NaN; never refused)."""
+        from privtune.linear_model._input import _numeric_table
+
+        check_is_fitted(self, "n_samples_seen_")
+        _public_table_shape(X, type(self).__name__)
+        return np.array(_numeric_table(self, X, type(self).__name__, reset=False, entrywise=True), dtype=float)
 
     def inverse_transform(self, X: Any, copy: bool | None = None) -> np.ndarray:
         """Undo :meth:`transform`: ``X * scale_ + mean_``.
@@ -388,11 +392,7 @@ class DPStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_features)
         """
-        from privtune.linear_model._input import _numeric_table
-
-        check_is_fitted(self, "n_samples_seen_")
-        _public_table_shape(X, type(self).__name__)
-        out = np.array(_numeric_table(self, X, type(self).__name__, reset=False, entrywise=True), dtype=float)
+        out = self._fitted_rows(X)
         with np.errstate(all="ignore"):
             if self.with_std:
                 out *= self.scale_
