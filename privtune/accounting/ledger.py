@@ -234,11 +234,16 @@ def study_file_error(path: str, action: str, exc: BaseException) -> LedgerError:
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
+def table_names(conn: sqlite3.Connection) -> set[str]:
+    """The names of the tables of an open SQLite connection's main database."""
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
 def _tables_in_main_file(path: str) -> set[str]:
     """The tables of the main database file alone (``immutable``: no side file is read, created or changed)."""
     conn = sqlite3.connect(f"{pathlib.Path(path).resolve().as_uri()}?immutable=1", uri=True)
     try:
-        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return table_names(conn)
     finally:
         conn.close()
 
@@ -377,15 +382,12 @@ def _convert_legacy_heads(conn: sqlite3.Connection) -> None:
     what the file lost before it was converted (it had no head to check against)
     cannot be.
     """
-    def tables() -> set[str]:
-        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-
-    names = tables()
+    names = table_names(conn)
     if "privtune_ledger" not in names or "privtune_ledger_head" in names:
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if "privtune_ledger_head" not in tables():  # another process may have converted it in between
+        if "privtune_ledger_head" not in table_names(conn):  # another process may have converted it in between
             conn.execute(_HEAD_SCHEMA)
             for (study,) in conn.execute("SELECT DISTINCT study FROM privtune_ledger").fetchall():
                 digest = _GENESIS

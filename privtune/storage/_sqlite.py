@@ -95,7 +95,7 @@ import time
 import uuid
 from typing import Any
 
-from privtune.accounting.ledger import SQLiteLedger, durable_connection, study_file_error
+from privtune.accounting.ledger import SQLiteLedger, durable_connection, study_file_error, table_names
 from privtune.bo.journal import Journal
 from privtune.exceptions import InvalidParameterError, LedgerError, PrivtuneError
 
@@ -163,15 +163,12 @@ def _convert_legacy_journal(conn: sqlite3.Connection) -> None:
     privtune now stores it (the time of the last write is a timing of the work
     on sensitive rows).
     """
-    def tables() -> set[str]:
-        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-
-    names = tables()
+    names = table_names(conn)
     if "privtune_journal" not in names or "privtune_journal_head" in names:
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
-        names = tables()  # another process may have converted it in between
+        names = table_names(conn)  # another process may have converted it in between
         if "privtune_journal_head" not in names:
             conn.execute(_JOURNAL_HEAD_SCHEMA)
             for study, n_keys in conn.execute(
