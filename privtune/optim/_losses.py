@@ -1,8 +1,13 @@
-r"""Margin losses of the seed-002 trainers, their public constants, and row clipping.
+r"""Margin losses of the seed-002 trainers and their public constants; every loss and row helper keeps its name here.
 
-(:class:`SoftmaxLoss`, the losses of K classes with clipped residuals -- the multinomial loss and a smoothed
-Crammer & Singer hinge -- is privtune's extension for the classifiers with more than two classes; its constants are
-in its own docstring. Everything below is about the margin losses.)
+This module holds :class:`MarginLoss`. Issue 39 split the rest into focused modules, whose names all stay
+importable from here (objects pickled under ``privtune.optim._losses`` still load):
+:mod:`~privtune.optim._softmax_loss` (:class:`SoftmaxLoss`, the losses of K classes with clipped residuals -- the
+multinomial loss and a smoothed Crammer & Singer hinge -- privtune's extension for the classifiers with more than
+two classes; its constants are in its own docstring), :mod:`~privtune.optim._row_sums` (the sum over rows of the
+gradients, :func:`_weighted_row_mean`) and :mod:`~privtune.optim._row_storage` (row clipping, compaction, the float
+range of the declared bounds). A test that monkeypatches one of their globals patches the module defining it.
+Everything below is about the margin losses.
 
 Both losses are functions of the margin ``m = z u^T w`` of a row ``u`` with label
 ``z`` in {-1, +1}; the gradient of one example's data term is ``phi'(m) z u``.
@@ -48,234 +53,65 @@ declared. This replaces the paper's data-derived ``L`` (spec P10).
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
 from privtune.exceptions import InvalidParameterError
+
+# Re-exported (issue 39 split them out of this module): every name keeps its import path, and a class pickled
+# under privtune.optim._losses (SoftmaxLoss, ClippedRows) is found here.
+from privtune.optim._row_storage import (  # noqa: F401
+    _CLIP_SHRINK,
+    _F32_GRADIENT_LOW,
+    _F32_HIGH,
+    _F32_KAPPA_LOW,
+    _F32_LOW,
+    _F32_MAX_COLUMNS,
+    _F64_HIGH,
+    _F64_LOW,
+    _FLOAT32_FLAG,
+    _FLOAT32_NORMAL,
+    _FLOAT32_SHRINK,
+    _HUGE_ROW,
+    ClippedRows,
+    _clip_factors,
+    _fits,
+    _norm_count,
+    check_storage,
+    clip_rows,
+    compact_rows,
+    l1_bound_of,
+    map_into_domain,
+    storage_dtype,
+    valid_labels,
+    zero_non_finite,
+)
+from privtune.optim._row_sums import (  # noqa: F401
+    _BLOCK_BYTES,
+    _GRADIENT_SHRINK,
+    _SUB_ROWS,
+    _SUM_BUDGET,
+    _block_rows,
+    _check_rows,
+    _chunk_partials,
+    _max_rows,
+    _sub_block_sums,
+    _weighted_row_mean,
+    _weighted_row_sum,
+)
+from privtune.optim._softmax_loss import (  # noqa: F401
+    _RESIDUAL_SHRINK,
+    MULTICLASS_HINGE,
+    MULTICLASS_LOSSES,
+    MULTINOMIAL,
+    SoftmaxLoss,
+)
 
 __all__ = ["LOSSES", "MULTICLASS_HINGE", "MULTICLASS_LOSSES", "MULTINOMIAL", "MarginLoss", "SoftmaxLoss", "get_loss",
            "check_storage", "clip_rows", "compact_rows", "map_into_domain", "storage_dtype", "valid_labels",
            "zero_non_finite"]
 
 LOSSES = ("logistic", "smoothed_hinge")
-#: The softmax cross-entropy of K classes (:class:`SoftmaxLoss`; the accelerated solvers only).
-MULTINOMIAL = "multinomial"
-#: Crammer & Singer's multiclass hinge smoothed by a softmax of width h (:class:`SoftmaxLoss` with margin 1).
-MULTICLASS_HINGE = "multiclass_smoothed_hinge"
-#: The losses of K > 2 classes, with one weight vector per class.
-MULTICLASS_LOSSES = (MULTINOMIAL, MULTICLASS_HINGE)
-# Rows scaled down by clipping land this far inside the bound, so that float rounding
-# of the scaled row can never push its norm above the declared bound.
-_CLIP_SHRINK = 1.0 - 2.0**-40
-# Rows stored in float32 (compact_rows) are scaled by this first: float32 rounds each entry within a
-# relative 2**-24, so the stored rows' exact norms stay inside the bounds. A float32 row counts as over a
-# bound only beyond _FLOAT32_FLAG times it (what the shrink leaves is never flagged again).
-_FLOAT32_SHRINK = 1.0 - 2.0**-16
-_FLOAT32_FLAG = 1.0 - 2.0**-20
-# The smallest normal float32: a float32 scale factor below it would be rounded absolutely (clip_rows).
-# A row more than this many times over a bound is zeroed (its float64 factor would be subnormal; _clip_factors).
-_HUGE_ROW = 2.0**960
-_FLOAT32_NORMAL = float(np.finfo(np.float32).tiny)
-# MarginLoss.gradient works through the rows in blocks of about this many bytes (fits in a core's L2 cache).
-_BLOCK_BYTES = 1 << 19
-# Float32 rows are summed in float32 over sub-blocks of this many consecutive rows (fixed by position), and the
-# sub-blocks' partial sums in float64 (see MarginLoss.gradient, "Sensitivity of the computed gradient").
-_SUB_ROWS = 32
-# MarginLoss.gradient multiplies the data term's mean by this factor: the relative slack 2**-13 pays for the
-# rounding of the sum over rows (float32 within the replaced row's sub-block, float64 everywhere) ...
-_GRADIENT_SHRINK = 1.0 - 2.0**-13
-# ... provided that n * (float64 rounding depth) <= _SUM_BUDGET (then n * gamma64_depth <= 2**-16 (1 + 2**-15)).
-_SUM_BUDGET = 2**37
-
-# The ranges of declared bounds in which the rows are stored in float32, in float64, or refused (storage_dtype).
-# Float32: stored rows' bounds at least N 2**-109, entries at most 2**120, kappa R at least N 2**-102, kappa at
-# least 2**-90, at most 2**30 columns; float64: 2**-400 and 2**400 (N = sqrt(columns) in L2, columns in L1).
-_F32_LOW, _F32_HIGH, _F32_GRADIENT_LOW, _F32_KAPPA_LOW = 2.0**-109, 2.0**120, 2.0**-102, 2.0**-90
-_F32_MAX_COLUMNS = 2**30
-_F64_LOW, _F64_HIGH = 2.0**-400, 2.0**400
-
-
-def _norm_count(count: int, norm: int) -> float:
-    """``||(1, ..., 1)||`` of ``count`` entries in the L1 (``count``) or L2 (``sqrt(count)``) norm."""
-    return float(count) if norm == 1 else math.sqrt(count)
-
-
-def _fits(l1: float, l2: float, width: int, coefficients: int, kappa: float, kappa_l2: float, norm: int,
-          low: float, high: float, gradient_low: float, kappa_low: float) -> bool:
-    bounds = {1: l1, 2: l2}
-    if not all(math.isfinite(b) and b > 0.0 for b in bounds.values()):
-        return False
-    if any(bounds[p] < _norm_count(width, p) * low for p in (1, 2)):
-        return False
-    if min(l1, l2) > high:
-        return False
-    if kappa_l2 < kappa_low:
-        return False
-    return kappa * bounds[norm] >= _norm_count(coefficients, norm) * gradient_low
-
-
-def storage_dtype(l1: float, l2: float, width: int, *, coefficients: int, coefficient_l1: float,
-                  coefficient_l2: float, norm: int) -> type | None:
-    r"""The dtype in which the margin solvers store and sum the rows: float32, float64, or None (refuse).
-
-    A function of public quantities only: the bounds ``l1``, ``l2`` of the
-    rows the solver reads (intercept column included), their number of
-    columns ``width`` (``d'``), the number of gradient coordinates
-    ``coefficients`` (``D``: ``d'``, or ``K d'`` with K classes), the loss's
-    coefficient bounds ``kappa_1``, ``kappa_2``
-    (:meth:`MarginLoss.coefficient_bound`) and the norm of the sensitivity
-    (1: Laplace, 2: Gaussian). ``N_p(m)`` below is the norm of ``m`` ones:
-    ``m`` in L1, ``sqrt(m)`` in L2.
-
-    Returns
-    -------
-    numpy.float32
-        If, for ``p`` in {1, 2}, ``l_p >= N_p(d') 2**-109``; the entry bound
-        ``min(l1, l2) <= 2**120``; ``kappa_p l_p >= N_p(D) 2**-102`` in the
-        sensitivity's norm; ``kappa_2 >= 2**-90``; and ``d' <= 2**30``.
-    numpy.float64
-        Otherwise, if ``l_p >= N_p(d') 2**-400``, ``min(l1, l2) <= 2**400``
-        and ``kappa_p l_p >= N_p(D) 2**-400``.
-    None
-        Otherwise: the caller refuses the bounds before any charge.
-
-    Notes
-    -----
-    **Why these ranges** (``u = 2**-24``, ``S = 1 - 2**-16`` the storage
-    shrink of :func:`compact_rows`). Float32 rounds relatively (within
-    ``u``) only in its normal range: below ``2**-126`` a rounded value is off
-    by up to ``2**-150`` absolutely (gradual underflow), or by less than
-    ``2**-126`` (flush to zero); the bounds below take ``2**-126`` per
-    rounding, which covers both. Above ``(2 - 2**-23) 2**127`` a value
-    becomes ``inf``.
-
-    * *Stored rows.* A stored entry is ``fl32(fl64(x_j s))`` with ``s <= S
-      (1 + 2**-52)`` (times the clip factor for a clipped row), so its
-      magnitude is at most ``|x_j| S (1 + 2**-53)**3 (1 + u) + 2**-126`` and,
-      by the triangle inequality, the stored row's exact norm is at most
-      ``S (1 + u)(1 + eta) l_p + N_p(d') 2**-126``, where ``1 + eta`` (at most
-      ``1 + 2**-22`` for ``d' <= 2**30``) bounds the float64 norm check's and
-      the clip factor's rounding. This is at most ``(1 - 2**-50) l_p`` (the
-      plan's bound may be the exact one rounded down by a few ulps) when
-      ``l_p (2**-16 (1 - 2**-5)) >= N_p(d') 2**-126``, i.e. from
-      ``l_p >= N_p(d') 2**-109`` (``d'`` counts the intercept column, whose
-      stored value is rounded the same way). Below, a stored row's exact norm
-      could exceed the declared bound: 5 % at ``data_norm = 1e-44`` before
-      this range existed.
-    * *Overflow.* Every stored entry is at most the entry bound
-      ``min(l1, l2)``; a sub-block partial of :meth:`MarginLoss.gradient` is
-      a sum of 32 products ``c_i u_ij`` with ``|c_i| <= kappa' <= 1.5`` (the
-      softmax residuals' norm is at most ``sqrt(2)``), so every intermediate
-      float32 value is at most ``32 * 1.5 (1 + 2**-18) min(l1, l2) < 2**126``
-      for ``min(l1, l2) <= 2**120``: no entry, product or partial sum becomes
-      ``inf`` (at ``data_norm = 1e38``, before, the partial sums overflowed
-      and the fit raised after its charge). The margins ``U @ w`` are not
-      bounded (``w`` is any released iterate); a margin that overflows to
-      ``+-inf`` has a well-defined derivative and one that becomes NaN
-      (``0 * inf``) gets the derivative 0 (:meth:`MarginLoss.derivative`,
-      :meth:`SoftmaxLoss.residuals`): a function of that row and ``w`` only.
-    * *Underflow in the gradient sum.* Each of the at most ``2 * 32``
-      roundings of a sub-block partial may err by ``2**-126`` absolutely,
-      once for each of the two neighbouring row sets, in the replaced row's
-      sub-block only: ``N_p(D) 2**-119`` in norm, at most ``2**-17`` of
-      ``2 kappa_p l_p`` when ``kappa_p l_p >= N_p(D) 2**-102``, inside the
-      slack of :meth:`MarginLoss.gradient`. The clip value ``kappa`` itself is
-      rounded to float32 relatively for ``kappa >= 2**-126``, and a softmax
-      residual (scaled by ``1 - 2**-20`` before its cast) keeps its bounds when
-      ``c >= sqrt(K) 2**-105``: ``kappa_2 >= 2**-90`` covers both for ``K <=
-      2**20``.
-
-    Outside the float32 range the rows are stored in float64, where the same
-    arguments hold with ``2**-53`` and ``2**-1022`` for ``u`` and the underflow
-    step, ``2**1024`` for the overflow, and the float64 sum's non-local
-    rounding over all ``n <= 2**35`` rows (``4 n 2**-1022 N_p(D)`` at most,
-    against ``2 kappa_p l_p``); the limits ``2**-400`` and ``2**400`` leave
-    hundreds of binary orders of magnitude to each of them, and keep the
-    squares of the float64 norm check (``x**2``, up to ``2**800``; rows far
-    over the bound whose squares overflow are scaled to 0, a map of the row)
-    and the smoothness ``R**2 / h`` finite. Beyond them the bounds are refused
-    before any charge (nobody declares a row norm of ``1e-121``; a bound
-    such as ``1e-310`` would put the float64 arithmetic in the same trouble).
-    """
-    for low, high, g_low, k_low, dtype, cols in (
-            (_F32_LOW, _F32_HIGH, _F32_GRADIENT_LOW, _F32_KAPPA_LOW, np.float32, _F32_MAX_COLUMNS),
-            (_F64_LOW, _F64_HIGH, _F64_LOW, _F64_LOW, np.float64, None)):
-        if cols is not None and width > cols:
-            continue
-        if _fits(float(l1), float(l2), int(width), int(coefficients), float(coefficient_l1 if norm == 1
-                 else coefficient_l2), float(coefficient_l2), int(norm), low, high, g_low, k_low):
-            return dtype
-    return None
-
-
-def check_storage(l1: float, l2: float, width: int, *, coefficients: int, coefficient_l1: float,
-                  coefficient_l2: float, norm: int, owner: str) -> type:
-    """:func:`storage_dtype`, refusing (before any charge, from public quantities) when it returns None."""
-    dtype = storage_dtype(l1, l2, width, coefficients=coefficients, coefficient_l1=coefficient_l1,
-                          coefficient_l2=coefficient_l2, norm=norm)
-    if dtype is None:
-        raise InvalidParameterError(
-            f"The declared row bounds of {owner} (L1 {l1!r}, L2 {l2!r}, over {width} column(s), any intercept "
-            f"column included; loss slope bound {coefficient_l2!r}) are outside the range in which its float "
-            "arithmetic keeps the stated sensitivity: every row bound must lie between sqrt(d) 2**-400 (about "
-            "3.9e-121 sqrt(d); d instead of sqrt(d) in L1) and 2**400 (about 2.6e120), and max_slope times the "
-            "bound above the same lower limit. Rescale the rows to a norm of order 1 and declare data_norm (and "
-            "intercept_scaling) accordingly. Nothing was spent.")
-    return dtype
-
-
-def _max_rows() -> int:
-    """The largest number of rows :meth:`MarginLoss.gradient` accepts (``2**37 / 4``; the budget needs depth >= 4)."""
-    return _SUM_BUDGET // 4
-
-
-def _check_rows(n: int) -> None:
-    if n > _max_rows():
-        raise InvalidParameterError(
-            f"The margin-loss gradient supports at most {_max_rows()} rows per batch (its float64 sum's "
-            f"rounding must stay inside the sensitivity's slack); got {n}.")
-
-
-def _block_rows(n: int, d: int, itemsize: int) -> int:
-    """Rows per block of :meth:`MarginLoss.gradient` (about 512 KiB of rows; ``n`` and ``d`` are public).
-
-    Float32 rows: a multiple of ``_SUB_ROWS``, so that the sub-blocks are the
-    same runs of ``_SUB_ROWS`` rows (counted from row 0) whatever the block
-    size. Float64 rows: also ``n (rows + 3) <= 2**37``, which bounds the float64
-    rounding of the one-level sum.
-
-    Raises
-    ------
-    InvalidParameterError
-        If ``n > 2**37 / 4``.
-    """
-    _check_rows(n)
-    if itemsize == 4:
-        return max(_SUB_ROWS, _BLOCK_BYTES // (4 * max(d, 1)) // _SUB_ROWS * _SUB_ROWS)
-    return min(max(256, _BLOCK_BYTES // (itemsize * max(d, 1))), _SUM_BUDGET // max(n, 1) - 3)
-
-
-def _chunk_partials(n: int, partials: int) -> int:
-    """Float64 chunk length for the sub-blocks' partials: at most ``partials``, and ``n (chunk + 2) <= 2**37``."""
-    _check_rows(n)
-    return max(1, min(partials, _SUM_BUDGET // max(n, 1) - 2))
-
-
-def _sub_block_sums(c: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
-    """``out[k] = c[32k:32k+32] @ rows[32k:32k+32]`` for every sub-block of ``_SUB_ROWS`` rows, in ``rows``' dtype.
-
-    One BLAS vector-matrix product per sub-block (numpy's stacked ``matmul``),
-    on that sub-block's derivatives and rows only; a last, shorter sub-block
-    gets its own product. ``out`` has ``ceil(len(c) / _SUB_ROWS)`` rows.
-    """
-    b = _SUB_ROWS
-    m, d = rows.shape
-    full = m // b
-    if full:
-        np.matmul(c[:full * b].reshape(full, 1, b), rows[:full * b].reshape(full, b, d), out=out[:full, None, :])
-    if m > full * b:
-        out[full] = c[full * b:] @ rows[full * b:]
 
 
 class MarginLoss:
@@ -492,395 +328,8 @@ class MarginLoss:
         return float(np.mean(self.value(z * (U @ w))) + 0.5 * alpha * float(w @ w))
 
 
-
-#: Softmax residuals are scaled to this share of the clip norm before their float32 rounding, so that the
-#: rounded coefficients' L2 and L1 norms stay below the clip (and 2) for any number of classes below 2**20.
-_RESIDUAL_SHRINK = 1.0 - 2.0**-20
-
-
-class SoftmaxLoss:
-    r"""The multinomial (softmax cross-entropy) loss of K classes, with per-example residual clipping (internal).
-
-    The model has one weight vector per class, ``W`` (``K x d``, flattened row
-    by row as the solvers' ``w``); a row ``u`` with class ``y`` has logits
-    ``W u``, probabilities ``p = softmax(W u)`` and the gradient
-    ``(p - e_y) u^T`` of its cross-entropy. **Residual clipping** (privtune's
-    extension, the multinomial analogue of ``max_slope``): the residual
-    ``r = p - e_y`` is scaled down to the L2 norm
-    ``c = min((kappa / kappa_0) r_0, sqrt(2))`` when it is longer, with ``r_0``
-    the norm of ``r`` at ``W = 0`` (public: it depends on K, the margin and
-    ``h`` only) and ``kappa_0`` the binary loss's default ``max_slope`` (1/2
-    for logistic, 1 for the hinge): at its default an estimator clips nothing
-    at the start, as in the binary case. For the multinomial loss ``p`` is
-    uniform at ``W = 0``, ``r_0 = sqrt((K - 1) / K)`` and
-    ``c = 2 kappa sqrt((K - 1) / K)``; for ``K = 2`` it is the binary logistic
-    clip ``|phi'| <= 1/2``. ``sqrt(2)`` is the largest norm ``r`` can have.
-
-    **Multiclass smoothed hinge** (``margin = 1``, ``smoothing = h``; the SVMs'
-    loss for ``K > 2``, privtune's extension): the same with the logits
-    ``(W u + 1 - e_y) / h`` and the loss ``h`` times their cross-entropy,
-    ``h log(1 + sum_{j != y} exp((1 + w_j.u - w_y.u) / h))``, a smooth upper
-    bound of Crammer & Singer's hinge ``max(0, max_{j != y} 1 + w_j.u - w_y.u)``
-    within ``h ln K``. Its gradient is again ``(p - e_y) u^T`` with ``p`` the
-    softmax of those logits, so every bound below holds with the smoothness
-    divided by ``h``.
-
-    **Sensitivity.** One example's gradient ``r u^T`` has Frobenius norm
-    ``|r| |u| <= c R_2`` and entrywise L1 norm ``|r|_1 |u|_1 <= min(2, sqrt(K) c) R_1``
-    (``|p - e_y|_1 = 2 (1 - p_y) <= 2``, and scaling down keeps it so); replacing
-    one row moves the mean by at most twice that over ``n``
-    (:meth:`coefficient_bound`). **Smoothness.** The Jacobian of the clipped
-    residual field is that of ``p`` (``diag(p) - p p^T``, operator norm at most
-    1/2) composed with a 1-Lipschitz map, so the data gradient is
-    ``R_2**2 / 2``-Lipschitz in ``W``. With clipping the field is in general not
-    the gradient of a loss; the privacy analysis does not need it to be, and the
-    solvers' step ``1 / L`` still uses that Lipschitz bound.
-    """
-
-    def __init__(self, n_classes: int, max_slope: float = 1.0, *, margin: float = 0.0,
-                 smoothing: float = 1.0) -> None:
-        self.n_classes = int(n_classes)
-        self.max_slope = float(max_slope)
-        self.margin = float(margin)
-        self.smoothing = float(smoothing)
-        self.name = MULTINOMIAL if self.margin == 0.0 else MULTICLASS_HINGE
-        # The clip scales the residual's norm at W = 0 (public: K, margin, h) by max_slope over the binary loss's
-        # default max_slope (1/2 logistic, 1 hinge): at its default, an estimator clips nothing at the start.
-        start = np.full((1, self.n_classes), self.margin / self.smoothing)
-        start[0, 0] = 0.0
-        p = np.exp(start - start.max())
-        p /= p.sum()
-        p[0, 0] -= 1.0
-        self.start_norm = float(np.sqrt(np.sum(p * p)))
-        default_slope = 0.5 if self.margin == 0.0 else 1.0
-        self.clip = min(self.max_slope / default_slope * self.start_norm, math.sqrt(2.0))
-
-    def coefficient_bound(self, norm: int) -> float:
-        """Bound on one example's coefficients ``r``: ``c`` in L2 (``norm=2``), ``min(2, sqrt(K) c)`` in L1."""
-        if norm == 2:
-            return self.clip
-        return min(2.0, math.sqrt(self.n_classes) * self.clip)
-
-    def curvature_bound(self) -> float:
-        """``1 / (2 h)``: the largest eigenvalue of ``diag(p) - p p^T`` is at most 1/2."""
-        return 0.5 / self.smoothing
-
-    def value_bound(self, margin_bound: float) -> float:
-        """``sup`` of the loss over scores ``W u`` of absolute value at most ``mb``: ``h ln K + 2 mb + margin``."""
-        return self.smoothing * math.log(self.n_classes) + 2.0 * margin_bound + self.margin
-
-    def _logits(self, scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """The softmax's logits ``(W u + margin (1 - e_y)) / h`` (float64), row by row."""
-        z = np.asarray(scores, dtype=np.float64)
-        if self.margin:
-            z = z + self.margin
-            z[np.arange(z.shape[0]), labels] -= self.margin
-        return z / self.smoothing if self.smoothing != 1.0 else z
-
-    def residuals(self, logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
-        """The clipped residuals ``r_i`` (float64) of rows with these logits and class indices, row by row.
-
-        A row whose residual is not a number (an infinite logit, which only a
-        released ``W`` beyond the rows' float range can cause) gets the residual
-        0: a function of that row and ``W`` only, inside the bounds.
-        """
-        z = np.asarray(logits, dtype=np.float64)
-        z = z - z.max(axis=1, keepdims=True)
-        p = np.exp(z)
-        p /= p.sum(axis=1, keepdims=True)
-        p[np.arange(p.shape[0]), labels] -= 1.0
-        norms = np.sqrt(np.einsum("ij,ij->i", p, p))
-        target = self.clip * _RESIDUAL_SHRINK
-        scale = np.where(norms > target, target / np.maximum(norms, 1e-300), _RESIDUAL_SHRINK)
-        out = p * scale[:, None]
-        nan = np.isnan(norms)
-        if nan.any():  # a non-finite logit (a released W beyond the float range, ``inf - inf``): residual 0
-            out[nan] = 0.0
-        return out
-
-    def gradient(self, w: np.ndarray, U: np.ndarray, z: np.ndarray, alpha: float) -> np.ndarray:
-        """``(1 - 2**-13)`` times the mean of the clipped ``r_i u_i^T`` over the rows, flattened, plus ``alpha w``.
-
-        ``z`` holds each row's class index in ``0 .. K - 1`` (as floats).
-        Each row's logits (one BLAS product of the block with ``W^T``, which
-        does not mix rows), probabilities and clipped residual depend on that
-        row, its position and ``W`` only; the residuals are rounded to the
-        rows' dtype, every one inside the bounds of :meth:`coefficient_bound`
-        (they are scaled by ``1 - 2**-20`` first). The sum over rows is then the
-        margin losses' (:func:`_weighted_row_mean`), one column per class: the
-        rounding bound of :meth:`MarginLoss.gradient` holds with ``kappa'``
-        replaced by the coefficient bound, since for any set of rows
-        ``|| [sum_i |r_ik| |u_i|]_k || <= sum_i |r_i| |u_i|`` (Frobenius with L2,
-        entrywise L1 with L1).
-        """
-        K = self.n_classes
-        idx = np.asarray(z).astype(np.int64)
-
-        def coefficients(Ub: np.ndarray, start: int, wd: np.ndarray) -> np.ndarray:
-            rows_idx = idx[start:start + Ub.shape[0]]
-            r = self.residuals(self._logits(Ub @ wd.reshape(K, -1).T, rows_idx), rows_idx)
-            return r.astype(Ub.dtype)
-
-        g = _weighted_row_mean(U, w, coefficients, columns=K).ravel()
-        return g + alpha * w if alpha else g
-
-    def objective(self, w: np.ndarray, U: np.ndarray, z: np.ndarray, alpha: float) -> float:
-        """Mean loss (unclipped) plus ``(alpha / 2) ||w||^2`` (evaluation only)."""
-        idx = np.asarray(z).astype(np.int64)
-        scores = np.asarray(U, dtype=np.float64) @ np.asarray(w, dtype=np.float64).reshape(self.n_classes, -1).T
-        logits = self._logits(scores, idx)
-        lse = np.logaddexp.reduce(logits, axis=1)
-        ce = lse - logits[np.arange(logits.shape[0]), idx]
-        return float(self.smoothing * np.mean(ce) + 0.5 * alpha * float(w @ w))
-
-
-def _weighted_row_mean(U: np.ndarray, w: np.ndarray, coefficients: Any, columns: int = 0) -> np.ndarray:
-    """``(1 - 2**-13) / n`` times ``sum_i c_i u_i`` (or ``sum_i c_i u_i^T`` for coefficient rows ``c_i`` in R^K).
-
-    ``coefficients(U_b, start, w_b)`` returns the coefficients of the block of
-    rows ``U_b`` starting at row ``start``, in ``U_b``'s dtype: shape
-    ``(rows,)`` when ``columns == 0``, else ``(rows, columns)``; ``w_b`` is
-    ``w`` in that dtype. Each row's coefficients must depend on that row, its
-    position and ``w`` only. The summation is the one whose rounding
-    :meth:`MarginLoss.gradient` bounds (float32 sub-blocks of 32 rows fixed by
-    position, float64 chunks, ``fsum``), applied to each column; the result has
-    shape ``(d,)`` or ``(columns, d)``. Blocks are processed one at a time, so
-    the sums read the rows the coefficients have just brought into cache.
-    """
-    # one layout whatever the caller's (a Fortran-ordered float32 array stays so until clip_rows copies it,
-    # which depends on the rows): the margins' rounding then depends on the values only
-    U = np.ascontiguousarray(U, dtype=U.dtype if U.dtype in (np.float32, np.float64) else np.float64)
-    with np.errstate(all="ignore"):  # no warning may depend on a row (an overflowing margin is mapped, see above)
-        return _weighted_row_sum(U, w, coefficients, columns)
-
-
-def _weighted_row_sum(U: np.ndarray, w: np.ndarray, coefficients: Any, columns: int) -> np.ndarray:
-    """The body of :func:`_weighted_row_mean` (``U`` C-contiguous float32 or float64)."""
-    dt = U.dtype
-    wd = w.astype(dt, copy=False)  # beyond float32's range an entry becomes inf: the margins map it
-    n, d = U.shape
-    rows = _block_rows(n, d, U.itemsize)
-    single = dt == np.float32
-    k_cols = max(columns, 1)
-    if single:  # float32 partials of the sub-blocks, in row order, per column
-        partials = np.empty((k_cols, -(-n // _SUB_ROWS), d), dtype=np.float32)
-    else:
-        parts = np.zeros((k_cols, max(1, -(-n // rows)), d))
-    k = 0
-    for block, start in enumerate(range(0, n, rows)):
-        Ub = U[start:start + rows]
-        c = coefficients(Ub, start, wd)
-        c = c.reshape(-1, 1) if not columns else c
-        count = -(-Ub.shape[0] // _SUB_ROWS)
-        for col in range(k_cols):
-            cb = np.ascontiguousarray(c[:, col])
-            if single:  # rows is a multiple of _SUB_ROWS: the sub-blocks start at multiples of it from row 0
-                _sub_block_sums(cb, Ub, partials[col, k:k + count])
-            else:
-                parts[col, block] = cb @ Ub
-        k += count
-    totals = np.empty((k_cols, d))
-    for col in range(k_cols):
-        if single:  # exact conversion; float64 sums of chunks of partials, any order
-            exact = partials[col].astype(np.float64)
-            chunk = _chunk_partials(n, exact.shape[0])
-            ones = np.ones(chunk)
-            sums = np.array([ones[:min(chunk, exact.shape[0] - i)] @ exact[i:i + chunk]
-                             for i in range(0, exact.shape[0], chunk)]).reshape(-1, d)
-            if sums.shape[0] == 0:
-                sums = np.zeros((1, d))
-        else:
-            sums = parts[col]
-        if sums.shape[0] == 1:
-            totals[col] = sums[0]
-        else:
-            totals[col] = np.array([math.fsum(v) for v in sums.T.tolist()])
-    g = (totals / n) * _GRADIENT_SHRINK
-    return g if columns else g[0]
-
 def get_loss(loss: str, smoothing: float, owner: str, max_slope: float = 1.0) -> MarginLoss:
     if loss not in LOSSES:
         raise InvalidParameterError(
             f"The 'loss' parameter of {owner} must be one of {list(LOSSES)}. Got {loss!r} instead.")
     return MarginLoss(loss, smoothing, max_slope)
-
-
-class ClippedRows(np.ndarray):
-    """A float32 (or float64) array of rows that :func:`compact_rows` stored within ``bounds = (L1, L2)`` (internal).
-
-    :func:`clip_rows` returns it unchanged for bounds at least as large, and
-    the solvers skip their finiteness check (its entries are finite by
-    construction), so that the rows are not scanned again. Any slice or
-    zeroing of whole rows keeps the bounds; nothing else may modify it.
-    """
-
-    bounds: tuple[float, float]
-
-    def __array_finalize__(self, obj: object) -> None:
-        self.bounds = getattr(obj, "bounds", (math.inf, math.inf))
-
-
-def _clip_factors(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, owner: str, name: str,
-                  flag: float = 1.0) -> np.ndarray | None:
-    """Per-row scale factors that bring every row within both bounds, or None if no row is over.
-
-    A row is "over" when its norm exceeds ``flag`` times a bound. Norms are
-    computed in float64 whatever the dtype of ``U``. ``mode="raise"`` refuses
-    rows over a bound by more than a relative ``1e-12`` (see :func:`clip_rows`).
-    A row whose norm exceeds ``2**960`` times a bound (or overflows) gets the
-    factor 0 (it becomes the zero row, a map of that row): its factor would
-    be below float64's normal range, where rounding is absolute, and the
-    scaled row could exceed the bound.
-    """
-    with np.errstate(all="ignore"):  # a row whose norm overflows is scaled to 0, never warned about
-        n2 = np.sqrt(np.einsum("ij,ij->i", U, U, dtype=np.float64))
-    lim2 = flag * l2_bound
-    with np.errstate(all="ignore"):
-        # a row more than 2**960 times over is zeroed: its factor would be a subnormal float, rounded absolutely
-        f2 = np.where(n2 > lim2, np.where(n2 > l2_bound * _HUGE_ROW, 0.0, l2_bound / n2), 1.0)
-        if l1_bound >= math.sqrt(U.shape[1]) * l2_bound:  # ||u||_1 <= sqrt(d) ||u||_2: the L1 bound cannot bind
-            factor = f2
-        else:
-            n1 = np.abs(U).sum(axis=1, dtype=np.float64)
-            f1 = np.where(n1 > flag * l1_bound, np.where(n1 > l1_bound * _HUGE_ROW, 0.0, l1_bound / n1), 1.0)
-            factor = np.minimum(f1, f2)
-    over = factor < 1.0
-    if not over.any():
-        return None
-    if mode == "raise":
-        tol = 1.0 - 1e-12
-        if bool(np.any(factor < tol)):
-            raise InvalidParameterError(
-                f"Some row(s) of {name!r} passed to {owner} exceed the declared bound "
-                f"(L1 norm {l1_bound!r}, L2 norm {l2_bound!r}) and clip='raise'. Scale the data to the "
-                "declared bound, raise the bound, or use clip='rows'.")
-    return factor
-
-
-def valid_labels(z: np.ndarray, n_classes: int | None = None) -> np.ndarray:
-    """Which labels the trainers take: exactly -1 or +1, or with ``n_classes`` an integer in ``0 .. K - 1``."""
-    if n_classes is None:
-        return (z == 1.0) | (z == -1.0)
-    with np.errstate(invalid="ignore"):
-        return (z >= 0.0) & (z < n_classes) & (z == np.floor(z))
-
-
-def zero_non_finite(U: np.ndarray) -> np.ndarray:
-    """``U`` with every non-finite entry (NaN, +-inf) replaced by 0; ``U`` itself when all are finite.
-
-    The one map of a value defect in a feature entry (DESIGN's rule 7: never
-    refused), applied alike in ``fit`` and in prediction. The caller's array
-    is never modified.
-    """
-    finite = np.isfinite(U)
-    return U if finite.all() else np.where(finite, U, U.dtype.type(0))
-
-
-def map_into_domain(U: np.ndarray, z: np.ndarray, n_classes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Map every row into the trainers' domain instead of refusing it for its values.
-
-    A non-finite entry of ``U`` becomes 0; a row whose label is not exactly
-    -1 or +1 (with ``n_classes``: not a class index ``0 .. K - 1``; NaN
-    included) becomes the zero row with label +1 (class 0), so that it
-    contributes nothing to any gradient (its gradient is ``c u = 0``). Each is
-    a deterministic map of one row, so replacing one row still changes one row
-    of the mapped data: the sensitivity analysis is unchanged and no refusal
-    depends on a row (DESIGN's rule 7). The caller's arrays are never modified.
-    """
-    valid = valid_labels(z, n_classes)
-    U = zero_non_finite(U)
-    if not valid.all():
-        U = np.where(valid[:, None], U, U.dtype.type(0))
-        z = np.where(valid, z, 1.0 if n_classes is None else 0.0)
-    return U, z
-
-
-def clip_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, owner: str,
-              name: str = "X") -> np.ndarray:
-    """Scale rows so that ``||u||_1 <= l1_bound`` and ``||u||_2 <= l2_bound``.
-
-    ``mode="rows"`` scales offending rows down; ``mode="raise"`` refuses them
-    (beyond a relative tolerance of ``1e-12`` for float rounding, under which
-    they are scaled). The error message contains no value of the data and no
-    count of offending rows (a count is a statistic of the rows).
-
-    A float32 ``U`` (as :func:`compact_rows` stores it) stays float32: a row is
-    then treated as over when its (float64-computed) norm exceeds
-    ``1 - 2**-20`` times a bound, and is scaled to ``1 - 2**-16`` times it, so
-    that the float32 rounding of the scaled entries (a relative ``2**-24``
-    each) cannot lift the exact norm of the stored row above the bound. That
-    holds for bounds in the float32 range of :func:`storage_dtype` (the
-    solvers convert float32 rows to float64 outside it); a row whose scale
-    factor is below float32's normal range (a huge row, or a tiny bound) is
-    scaled in float64 and then rounded to float32 once, as :func:`compact_rows`
-    does (a float32 scale factor there would be rounded absolutely).
-    """
-    if isinstance(U, ClippedRows) and U.bounds[0] <= l1_bound and U.bounds[1] <= l2_bound:
-        return U  # stored inside these bounds by compact_rows
-    single = U.dtype == np.float32
-    factor = _clip_factors(U, l1_bound, l2_bound, mode=mode, owner=owner, name=name,
-                           flag=_FLOAT32_FLAG if single else 1.0)
-    if factor is None:
-        return U
-    rows = np.flatnonzero(factor < 1.0)
-    out = U.copy()
-    shrink = _FLOAT32_SHRINK if single else _CLIP_SHRINK
-    scale = factor[rows] * shrink
-    if single and bool(np.any(scale < _FLOAT32_NORMAL)):  # a per-row map: such a row is scaled in float64
-        tiny = scale < _FLOAT32_NORMAL
-        out[rows[tiny]] = (U[rows[tiny]].astype(np.float64) * scale[tiny][:, None]).astype(np.float32)
-        rows, scale = rows[~tiny], scale[~tiny]
-    out[rows] *= scale[:, None].astype(U.dtype)  # only the offending rows are rescaled
-    return out
-
-
-def compact_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, owner: str,
-                 name: str = "X", intercept: float = 0.0, dtype: Any = np.float32) -> tuple[np.ndarray, float]:
-    """The rows clipped as by :func:`clip_rows`, scaled by ``1 - 2**-16``, as one C-contiguous float32 array.
-
-    The full-batch trainers spend nearly all their time in two memory-bound
-    passes over the rows per step (``U @ w`` and ``U.T @ c``); storing them in
-    float32 halves that traffic. Every row is clipped in float64 and then
-    multiplied by ``1 - 2**-16`` before the cast, so that the float32 rounding
-    (a relative ``2**-24`` per entry) leaves the exact norms of the stored rows
-    strictly inside the declared bounds: the sensitivity analysis holds for the
-    rows the solver reads. That relative argument holds only inside the
-    float32 range of :func:`storage_dtype` (whose docstring gives the exact
-    range and its derivation: below it float32 rounds absolutely, and a stored
-    row exceeded its L2 bound by 5 % at ``1e-44``; above it entries and the
-    gradient's partial sums overflow): the callers pass ``dtype`` from
-    :func:`storage_dtype` applied to the declared bounds (public), and
-    outside that range the rows are stored in float64 with the same shrink.
-    ``U`` must be finite (the estimators map non-finite
-    entries to 0 first): the result is marked finite and not checked again.
-    With ``intercept > 0`` a constant column is appended
-    (its stored value, also shrunk, is returned; the caller's bounds must
-    include ``intercept``).
-
-    Returns
-    -------
-    rows : ClippedRows of shape (n, d) or (n, d + 1), dtype float32 (or ``dtype``)
-        Its ``bounds`` are the declared ones, widened by ``intercept``.
-    intercept : float
-        The stored value of the constant column (0.0 without one).
-    """
-    factor = _clip_factors(U, l1_bound, l2_bound, mode=mode, owner=owner, name=name)
-    n, d = U.shape
-    out = np.empty((n, d + (intercept > 0.0)), dtype=dtype)
-    scale = np.full(n, _FLOAT32_SHRINK)
-    if factor is not None:  # clipped rows as clip_rows leaves them (factor * _CLIP_SHRINK), then the shrink
-        over = factor < 1.0
-        scale[over] *= factor[over] * _CLIP_SHRINK
-    np.multiply(U, scale[:, None], out=out[:, :d], casting="unsafe")
-    stored = 0.0
-    if intercept > 0.0:
-        stored = float(np.asarray(intercept * _FLOAT32_SHRINK, dtype=dtype))
-        out[:, d] = stored
-    rows = out.view(ClippedRows)
-    rows.bounds = (l1_bound + intercept, math.hypot(l2_bound, intercept))
-    return rows, stored
-
-
-def l1_bound_of(l1: float, l2: float, dim: int) -> float:
-    """The L1 bound implied by both declared bounds: ``min(l1, sqrt(d) l2)``."""
-    return min(l1, math.sqrt(dim) * l2)

@@ -20,7 +20,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-import privtune.optim._losses as losses_mod
+import privtune.optim._row_sums as row_sums_mod
 from privtune.exceptions import InvalidParameterError
 from privtune.optim._losses import (
     _GRADIENT_SHRINK,
@@ -72,7 +72,7 @@ def test_neighbouring_float32_rows_move_the_computed_gradient_by_at_most_the_sen
 def test_the_audit_pair_detects_float32_sums_over_too_many_rows(monkeypatch):
     """The pair above has power: with float32 sub-blocks of 4 096 rows (a local rounding of about
     4096**2 2**-24 = 1 times the sensitivity) the computed difference exceeds the sensitivity."""
-    monkeypatch.setattr(losses_mod, "_SUB_ROWS", 4096)
+    monkeypatch.setattr(row_sums_mod, "_SUB_ROWS", 4096)  # where the sum reads it
     U, z = _audit_pair()
     n, d = U.shape
     worst = _worst_ratio(MarginLoss("logistic", 1.0, 0.5), U, z, np.zeros(d), 2 * 0.5 / n, 2,

@@ -57,7 +57,7 @@ import pytest
 from privtune.linear_model import DPLogisticRegression, _logistic
 from privtune.neural_network import DPMLPClassifier, _mlp
 from privtune.neural_network._objective import TorchObjective
-from privtune.optim import _losses
+from privtune.optim import _row_storage
 from privtune.optim.line_search import _loop as _line_search_loop
 from privtune.svm import DPSVC, DPLinearSVC
 from privtune.testing import audit_mechanism
@@ -157,12 +157,12 @@ def run_audit(make, X_d, y_d, X_dp, y_dp, point, n_samples, statistic=lambda sco
 def switch_off_row_clipping(monkeypatch):
     """DPLinearSVC's twin: ``compact_rows`` (what ``fit`` calls to clip and store the rows) stops clipping.
 
-    Its clip factors (``_losses._clip_factors``) report "no row over the bound". The rows are stored
+    Its clip factors (``_row_storage._clip_factors``) report "no row over the bound". The rows are stored
     unclipped but still marked as clipped to the declared bounds (``ClippedRows``), and the trainer trusts
     that mark. (An estimator that skipped ``compact_rows`` and handed over plain rows would still be private:
     ``dp_accelerated`` clips unmarked rows itself. Checked: the trainer then reads row 0 at norm 1.118.)
     """
-    monkeypatch.setattr(_losses, "_clip_factors", lambda *args, **kwargs: None)
+    monkeypatch.setattr(_row_storage, "_clip_factors", lambda *args, **kwargs: None)
 
 
 _REAL_SVC_FEATURES = DPSVC._features
