@@ -13,7 +13,7 @@ from privtune import PrivateSearchCV
 from privtune.accounting import Accountant, Budget
 from privtune.accounting.accountant import compose_events
 from privtune.exceptions import InvalidParameterError
-from privtune.linear_model import DPLogisticRegression, DPNonConvexClassifier, _logistic
+from privtune.linear_model import DPLogisticRegression, DPNonConvexClassifier, _margin
 from privtune.optim import dp_accelerated
 from privtune.optim.accelerated import gaussian_run_multiplier
 from privtune.space import Real
@@ -180,13 +180,13 @@ def test_budget_share_is_validated(share):
 def test_the_plan_checked_before_the_charge_is_the_runs_plan(monkeypatch):
     """``fit`` checks its run's plan (K weight vectors) before charging, and again once it has read K classes."""
     seen: list = []
-    real = _logistic._make_accelerated_plan
+    real = _margin._make_accelerated_plan
 
     def spy(**kw):
         seen.append((kw["d"], kw["loss"], kw["n_classes"], kw.get("budget_share", 1.0)))
         return real(**kw)
 
-    monkeypatch.setattr(_logistic, "_make_accelerated_plan", spy)
+    monkeypatch.setattr(_margin, "_make_accelerated_plan", spy)
     X, y = _three_blobs(8, n=100)
     DPLogisticRegression(classes=["a", "b", "c", "d"], random_state=0).fit(X, y)
     DPLinearSVC(classes=["a", "b", "c", "d"], random_state=0).fit(X, y)

@@ -16,7 +16,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-import privtune.linear_model._logistic as logistic_module
+import privtune.linear_model._margin as margin_module
 import privtune.optim.accelerated._solvers as accelerated_module
 from privtune.accounting import Accountant, Budget
 from privtune.exceptions import InvalidParameterError
@@ -48,13 +48,13 @@ class _Spy:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.rows: np.ndarray | None = None
-        original = logistic_module.dp_accelerated
+        original = margin_module.dp_accelerated
 
         def spy(X, y, **kwargs):
             self.rows = np.array(X)
             return original(X, y, **kwargs)
 
-        monkeypatch.setattr(logistic_module, "dp_accelerated", spy)
+        monkeypatch.setattr(margin_module, "dp_accelerated", spy)
 
 
 @pytest.mark.parametrize("noise", ["gaussian", "laplace"])

@@ -54,7 +54,7 @@ import math
 import numpy as np
 import pytest
 
-from privtune.linear_model import DPLogisticRegression, _logistic
+from privtune.linear_model import DPLogisticRegression, _margin
 from privtune.neural_network import DPMLPClassifier, _mlp
 from privtune.neural_network._objective import TorchObjective
 from privtune.optim import _row_storage
@@ -197,13 +197,13 @@ def switch_off_all_clipping(monkeypatch):
 def spy_on_trainer_inputs(monkeypatch):
     """Record the rows ``U`` and the +1/-1 labels ``z`` that the SVMs' ``fit`` hands to ``dp_accelerated``."""
     seen: list = []
-    real = _logistic.dp_accelerated
+    real = _margin.dp_accelerated
 
     def spy(U, z, **kwargs):
         seen.append((np.array(U, dtype=np.float64), np.array(z, dtype=np.float64)))
         return real(U, z, **kwargs)
 
-    monkeypatch.setattr(_logistic, "dp_accelerated", spy)
+    monkeypatch.setattr(_margin, "dp_accelerated", spy)
     return seen
 
 
