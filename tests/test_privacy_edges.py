@@ -675,7 +675,7 @@ def test_parallel_search_ships_object_rows_to_threads_and_secret_counts_stay_in_
     import threading
 
     from privtune.bo.lipschitz import LipschitzRelease
-    from privtune.model_selection import _search
+    from privtune.model_selection import _evaluation  # the evaluation stage maps the candidates over workers
     from privtune.space import SearchSpace, candidate_set
 
     X_tr, y_tr, X_v, y_v = unit_rows
@@ -690,13 +690,13 @@ def test_parallel_search_ships_object_rows_to_threads_and_secret_counts_stay_in_
                         random_state=0, refit=False).fit(X_tr, y_tr, X_val=X_obj, y_val=y_v)
     assert s.best_score_ is not None
     calls = []
-    real = _search.make_mapper
+    real = _evaluation.make_mapper
 
     def recording(*args, **kwargs):
         inner = real(*args, **kwargs)
         return lambda fn, items: calls.append(len(items)) or inner(fn, items)
 
-    monkeypatch.setattr(_search, "make_mapper", recording)
+    monkeypatch.setattr(_evaluation, "make_mapper", recording)
     PrivateSearchCV(_stopped(0).estimator, {"C": Real(0.1, 100, log=True)}, sensitive="both", epsilon=1.0,
                     n_iter=4, n_candidates=16, method_params={"selection": "random-stopping"}, n_jobs=2,
                     random_state=0).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)

@@ -556,16 +556,16 @@ def test_the_worker_kind_is_judged_from_the_containers_as_passed(monkeypatch, da
     # Threads or processes used to be decided from the converted arrays: one string label in a Python list, or one
     # 'n/a' cell landing in the validation part of a validation_size split, made that part an object array and sent
     # the evaluations to threads (a process table or a dask task stream shows which).
-    import privtune.model_selection._search as search_module
+    import privtune.model_selection._evaluation as evaluation_module  # the stage that builds the mapper
 
     seen = []
-    real = search_module.make_mapper
+    real = evaluation_module.make_mapper
 
     def spy(n_jobs, *, threads, quiet):
         seen.append(threads)
         return real(n_jobs, threads=threads, quiet=quiet)
 
-    monkeypatch.setattr(search_module, "make_mapper", spy)
+    monkeypatch.setattr(evaluation_module, "make_mapper", spy)
     X_tr, y_tr, X_v, y_v = data
     kw = dict(epsilon=1.0, n_iter=2, n_candidates=8, random_state=0, n_jobs=2, refit=False)
     labels = [int(v) for v in y_v]
