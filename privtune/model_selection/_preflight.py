@@ -63,9 +63,7 @@ class _PublicRowsMixin:
         if settings.method == "prescreen":  # public training rows only: free, and reproducible from the seeds
             try:
                 kept = screen_on_public_rows(
-                    plan.fit_estimator, method, scorer, candidates, data.X_tr, data.y_tr, plan.seeds, data.fit_params,
-                    n_jobs=self.n_jobs, label=self._method_label(settings), groups=data.groups,
-                    verbose=settings.verbose,
+                    plan, data, n_jobs=self.n_jobs, label=self._method_label(settings),
                     on_failures=self._public_failures("to fit or score in prescreen's screening on the public "
                                                       "training rows", screening=True))
             except _EveryScreeningFitFailed as failed:  # maybe only the folds' smaller parts fail: try all rows

@@ -22,6 +22,7 @@ from privtune.exceptions import InvalidParameterError
 from privtune.logging import get_logger
 from privtune.model_selection._inputs import n_rows as count_rows
 from privtune.model_selection._inputs import params_at, rows
+from privtune.model_selection._plan import SearchData, SearchPlan
 from privtune.model_selection._progress import _Progress
 from privtune.model_selection._seeding import SCREEN, FitSeeder
 
@@ -30,11 +31,10 @@ __all__ = ["screen_on_public_rows"]
 _logger = get_logger("privtune.model_selection")
 
 
-def screen_on_public_rows(estimator: Any, method: Any, scorer: Any, candidates: Any, X_tr: Any, y_tr: Any,
-                          seeds: list[int], fit_params: Any, *, n_jobs: int | None = None,
-                          label: str = "method='prescreen'", groups: Any = None,
-                          on_failures: Callable[[list[tuple[Mapping[str, Any], str, Any]], int], None] | None = None,
-                          verbose: int = 0) -> Any:
+def screen_on_public_rows(plan: SearchPlan, data: SearchData, *, n_jobs: int | None = None,
+                          label: str = "method='prescreen'",
+                          on_failures: Callable[[list[tuple[Mapping[str, Any], str, Any]], int], None] | None = None
+                          ) -> Any:
     """The candidate set the private selection runs over, from public training rows only.
 
     A data-independent random subset of the candidate set (``screened`` of
@@ -48,40 +48,51 @@ def screen_on_public_rows(estimator: Any, method: Any, scorer: Any, candidates: 
 
     Parameters
     ----------
-    estimator : estimator
-        The search's estimator (cloned for every fit).
-    method : privtune.bo.prescreen.PrescreenedRandomSearch
-        Gives ``screening_plan(n_candidates, n_rows)``; its ``screen_info`` is
-        set to a public summary of the screening and its
-        ``kept_public_scores`` to the kept candidates' cross-validated scores
-        (public: training rows only; ``None`` when nothing was screened).
-    scorer : BoundedScorer
-        Scores a fitted candidate on public rows (``score_public``).
-    candidates : CandidateSet
-    X_tr, y_tr : array-like
-        The public training rows (a DataFrame stays one: folds are taken by
-        position, with its column names and dtypes).
-    seeds : list of int
-        The search's stored seeds (``seeds[1]`` draws the subset and the folds).
-    fit_params : FitParams or mapping
-        Passed to every ``fit``; a :class:`~privtune.model_selection._inputs.FitParams`'
-        per-sample entries (``sample_weight``) are sliced with each fold's rows.
+    plan : SearchPlan
+        The search's plan, its candidate set and seeds drawn (``_candidates``).
+        Read from it: ``fit_estimator`` (the estimator cloned for every fit),
+        ``method``, ``scorer``, ``candidates``, ``seeds`` and
+        ``settings.verbose``, described below.
+    data : SearchData
+        The parts of the data: read from it are ``X_tr``, ``y_tr``,
+        ``fit_params`` and ``groups``, described below (never a validation row).
     n_jobs : int or None
         joblib workers for the screening fits.
     label : str, default="method='prescreen'"
         How messages name the method the user asked for (``method='auto'
         (resolved to 'prescreen')``).
-    groups : array-like or None
-        One group label per training row: the folds are scikit-learn's
-        ``GroupKFold`` (shuffled from the seeds), so that no group is on both
-        sides of a fold.
     on_failures : callable or None
         Called (before any ranking) with ``[(params, "Type: message", exc),
         ...]`` for the screened candidates whose fit or scoring raised on the
         public rows, and the number screened; it may raise (every candidate
         failed, ``error_score="raise"``). The messages and exceptions come from
         public rows only.
-    verbose : int, default=0
+
+    What the screening reads from ``plan`` and ``data``:
+
+    estimator : estimator (``plan.fit_estimator``)
+        The search's estimator (cloned for every fit).
+    method : privtune.bo.prescreen.PrescreenedRandomSearch (``plan.method``)
+        Gives ``screening_plan(n_candidates, n_rows)``; its ``screen_info`` is
+        set to a public summary of the screening and its
+        ``kept_public_scores`` to the kept candidates' cross-validated scores
+        (public: training rows only; ``None`` when nothing was screened).
+    scorer : BoundedScorer (``plan.scorer``)
+        Scores a fitted candidate on public rows (``score_public``).
+    candidates : CandidateSet (``plan.candidates``)
+    X_tr, y_tr : array-like (``data.X_tr``, ``data.y_tr``)
+        The public training rows (a DataFrame stays one: folds are taken by
+        position, with its column names and dtypes).
+    seeds : list of int (``plan.seeds``)
+        The search's stored seeds (``seeds[1]`` draws the subset and the folds).
+    fit_params : FitParams or mapping (``data.fit_params``)
+        Passed to every ``fit``; a :class:`~privtune.model_selection._inputs.FitParams`'
+        per-sample entries (``sample_weight``) are sliced with each fold's rows.
+    groups : array-like or None (``data.groups``)
+        One group label per training row: the folds are scikit-learn's
+        ``GroupKFold`` (shuffled from the seeds), so that no group is on both
+        sides of a fold.
+    verbose : int (``plan.settings.verbose``)
         1 shows a progress bar of the screening's fits on stderr (plain lines
         when stderr is not a terminal). The plan and the outcome are logged at
         INFO whatever ``verbose``.
@@ -108,9 +119,12 @@ def screen_on_public_rows(estimator: Any, method: Any, scorer: Any, candidates: 
 
     from privtune.space._candidates import CandidateSet
 
+    estimator, method, scorer, candidates, seeds = (plan.fit_estimator, plan.method, plan.scorer, plan.candidates,
+                                                   plan.seeds)
+    X_tr, y_tr, fit_params, groups, verbose = data.X_tr, data.y_tr, data.fit_params, data.groups, plan.settings.verbose
     t0 = time.perf_counter()
     n_rows = count_rows(X_tr)
-    plan = method.screening_plan(len(candidates), n_rows, label=label)
+    screening = method.screening_plan(len(candidates), n_rows, label=label)
     rng = np.random.default_rng([seeds[1], 7])
     order = rng.permutation(len(candidates))
     fold_seed = int(rng.integers(2**31))
@@ -118,40 +132,40 @@ def screen_on_public_rows(estimator: Any, method: Any, scorer: Any, candidates: 
     def keep_only(idx: np.ndarray) -> Any:
         return CandidateSet._from_codes(candidates.space, [c[idx] for c in candidates._codes])
 
-    if plan.screened == 0:  # the candidate set is no larger than the kept set: nothing to screen
-        method.screen_info = {**plan.to_dict(), "candidate_set_size": len(candidates), "failed": 0}
+    if screening.screened == 0:  # the candidate set is no larger than the kept set: nothing to screen
+        method.screen_info = {**screening.to_dict(), "candidate_set_size": len(candidates), "failed": 0}
         method.kept_public_scores = None
         _logger.info("%s: %d candidates, no more than the %d kept: no screening fit", label, len(candidates),
-                     plan.kept)
-        return keep_only(np.sort(order[:plan.kept]))
-    if n_rows < plan.folds:
+                     screening.kept)
+        return keep_only(np.sort(order[:screening.kept]))
+    if n_rows < screening.folds:
         raise InvalidParameterError(
-            f"{label} scores candidates by {plan.folds}-fold cross-validation on the public "
-            f"training rows, which needs at least {plan.folds} of them; got {n_rows}. "
-            + ("Lower method_params['screen_cv'], pass" if plan.folds > 2 else "Pass")
+            f"{label} scores candidates by {screening.folds}-fold cross-validation on the public "
+            f"training rows, which needs at least {screening.folds} of them; got {n_rows}. "
+            + ("Lower method_params['screen_cv'], pass" if screening.folds > 2 else "Pass")
             + " more training rows, or use method='random'. Nothing was spent.")
     if groups is None:
-        folds = list(KFold(n_splits=plan.folds, shuffle=True, random_state=fold_seed).split(np.zeros((n_rows, 1))))
+        folds = list(KFold(n_splits=screening.folds, shuffle=True, random_state=fold_seed).split(np.zeros((n_rows, 1))))
     else:
         from sklearn.model_selection import GroupKFold
 
         try:
-            splitter = GroupKFold(n_splits=plan.folds, shuffle=True, random_state=fold_seed)
+            splitter = GroupKFold(n_splits=screening.folds, shuffle=True, random_state=fold_seed)
         except TypeError:  # scikit-learn < 1.6: GroupKFold does not shuffle (deterministic: public all the same)
-            splitter = GroupKFold(n_splits=plan.folds)
+            splitter = GroupKFold(n_splits=screening.folds)
         try:
             folds = list(splitter.split(np.zeros((n_rows, 1)), None, groups))
         except ValueError as exc:  # fewer groups than folds: scikit-learn's own message (public groups)
             raise InvalidParameterError(
-                f"{label} scores candidates by {plan.folds}-fold group cross-validation on the public "
+                f"{label} scores candidates by {screening.folds}-fold group cross-validation on the public "
                 f"training rows: {exc} Lower method_params['screen_cv'], or pass more groups. Nothing was "
                 "spent.") from None
 
     _logger.info("%s: screening %d of %d candidates by %d-fold cross-validation on the %d public training rows "
-                 "(nothing spent): %d fits (screen_budget %d), keeping the best %d", label, plan.screened,
-                 len(candidates), plan.folds, n_rows, plan.fits, plan.budget, plan.kept)
+                 "(nothing spent): %d fits (screen_budget %d), keeping the best %d", label, screening.screened,
+                 len(candidates), screening.folds, n_rows, screening.fits, screening.budget, screening.kept)
     seeder = FitSeeder(seeds, active=True)  # public rows: each fit's randomness from the stored seeds (_seeding)
-    progress = _Progress(plan.fits, enabled=verbose >= 1, label=f"{label}: screening on public rows")
+    progress = _Progress(screening.fits, enabled=verbose >= 1, label=f"{label}: screening on public rows")
 
     def public_score(i: int) -> tuple[float, Any]:
         scores = []
@@ -167,29 +181,29 @@ def screen_on_public_rows(estimator: Any, method: Any, scorer: Any, candidates: 
             scores.append(v if np.isfinite(v) else scorer.bounds[0])
         return float(np.mean(scores)), None
 
-    screened = np.sort(order[:plan.screened])
+    screened = np.sort(order[:screening.screened])
     if n_jobs in (None, 1):
         results = []
         for j, i in enumerate(screened, start=1):
             results.append(public_score(int(i)))
-            progress.advance(j * plan.folds, f"{j * plan.folds}/{plan.fits} fits")
+            progress.advance(j * screening.folds, f"{j * screening.folds}/{screening.fits} fits")
     else:
         from joblib import Parallel, delayed
 
         results = list(Parallel(n_jobs=n_jobs)(delayed(public_score)(int(i)) for i in screened))
-        progress.advance(plan.fits, f"{plan.fits}/{plan.fits} fits")
+        progress.advance(screening.fits, f"{screening.fits}/{screening.fits} fits")
     progress.close()
     public = np.asarray([v for v, _ in results])
     failed = np.asarray([exc is not None for _, exc in results], dtype=bool)
     if failed.any() and on_failures is not None:
         on_failures([(candidates[int(i)], f"{type(exc).__name__}: {exc}", exc)
-                     for i, (_, exc) in zip(screened, results, strict=True) if exc is not None], plan.screened)
+                     for i, (_, exc) in zip(screened, results, strict=True) if exc is not None], screening.screened)
     ok = np.flatnonzero(~failed)
-    best = np.sort(ok[np.argsort(-public[ok], kind="stable")[:plan.kept]])  # positions in screened, in order
-    method.screen_info = {**plan.to_dict(), "candidate_set_size": len(candidates), "kept": int(len(best)),
+    best = np.sort(ok[np.argsort(-public[ok], kind="stable")[:screening.kept]])  # positions in screened, in order
+    method.screen_info = {**screening.to_dict(), "candidate_set_size": len(candidates), "kept": int(len(best)),
                           "failed": int(failed.sum())}
     method.kept_public_scores = tuple(float(v) for v in public[best])
     _logger.info("%s: screening done in %.1f s: kept %d of %d screened candidates (%d fits on public training "
-                 "rows%s)", label, time.perf_counter() - t0, len(best), plan.screened, plan.fits,
+                 "rows%s)", label, time.perf_counter() - t0, len(best), screening.screened, screening.fits,
                  f"; {int(failed.sum())} failed" if failed.any() else "")
     return keep_only(screened[best])

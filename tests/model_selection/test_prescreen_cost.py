@@ -13,6 +13,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from privtune import PrivateSearchCV
 from privtune.bo.prescreen import PrescreenedRandomSearch
 from privtune.exceptions import InvalidParameterError, LowUtilityWarning
+from privtune.model_selection._plan import SearchData, SearchPlan, SearchSettings
 from privtune.model_selection._prescreen import screen_on_public_rows
 from privtune.model_selection._progress import _Progress
 from privtune.model_selection._scoring import make_bounded_scorer
@@ -45,12 +46,24 @@ def _data(n, seed=0, offset=0):
     return X, (z > 0).astype(int)
 
 
+def _plan_and_data(estimator, method, scorer, cands, X, y, seeds, fit_params, verbose=0):
+    """The (plan, data) screen_on_public_rows reads; the fields it does not read hold neutral values."""
+    settings = SearchSettings(epsilon=1.0, delta=0.0, n_iter=4, n_candidates=len(cands),
+                              validation_size=None, verbose=verbose, space=cands.space, grid=None, scorer=scorer,
+                              method="prescreen", stopping=False)
+    plan = SearchPlan(settings=settings, source=None, fit_estimator=estimator, ships=True, scorer=scorer, n_classes=2,
+                      n_validation=0, n_train=len(X), sensitivity=0.0, budget=None, train_budget=None, method=method,
+                      seeds=seeds, candidates=cands)
+    return plan, SearchData(X, y, None, None, fit_params)
+
+
 def _screen(n_cand, n_rows, n_iter=4, **kw):
     method = PrescreenedRandomSearch(epsilon=1.0, n_iter=n_iter, score_sensitivity=0.01, **kw)
     cands = candidate_set(SearchSpace(SPACE), n_cand, random_state=np.random.default_rng(0))
     X, y = _data(n_rows)
     Counting.fits.clear()
-    kept = screen_on_public_rows(Counting(), method, make_bounded_scorer("accuracy"), cands, X, y, [1, 2], {})
+    kept = screen_on_public_rows(*_plan_and_data(Counting(), method, make_bounded_scorer("accuracy"), cands, X, y,
+                                                 [1, 2], {}))
     return method, cands, kept
 
 
@@ -140,8 +153,8 @@ def test_the_screening_shows_progress_and_logs_its_schedule(capsys, caplog):
     cands = candidate_set(SearchSpace(SPACE), 64, random_state=np.random.default_rng(0))
     X, y = _data(600)
     with caplog.at_level(logging.INFO, logger="privtune"):
-        screen_on_public_rows(Counting(), method, make_bounded_scorer("accuracy"), cands, X, y, [1, 2], {},
-                              verbose=1)
+        screen_on_public_rows(*_plan_and_data(Counting(), method, make_bounded_scorer("accuracy"), cands, X, y,
+                                              [1, 2], {}, verbose=1))
     plan = method.screening_plan(64, 600)
     err = capsys.readouterr().err
     assert f"{plan.fits}/{plan.fits} fits" in err and "screening on public rows" in err and "\r" not in err
