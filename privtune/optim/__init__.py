@@ -5,8 +5,10 @@ its history of public or privatised quantities, and the privacy events it
 charged. Each paper's optimiser is a subpackage (:mod:`~privtune.optim.piecewise`,
 :mod:`~privtune.optim.accelerated`, :mod:`~privtune.optim.line_search`,
 :mod:`~privtune.optim.second_order`); the modules beside them are shared: the
-margin losses and row clipping (``_losses``), the exactly bounded sums
-(``_sums``) and the result type (``_result``).
+margin losses (``_losses``), the softmax loss (``_softmax_loss``), row
+storage and clipping (``_row_storage``), the gradients' sums over rows
+(``_row_sums``), the exactly bounded sums (``_sums``) and the result type
+(``_result``).
 
 Seed 001 (Han, Topcu & Pappas 2014, pure epsilon-DP minimisation of a
 max-affine function over a box): :func:`pwa_perturb_objective`,
