@@ -94,8 +94,9 @@ def _own_pandas_types(part: Any, labels: bool) -> Any:
     holds a string); a ``category`` column keeps the categories its own rows
     hold (the whole column's categories list every value of every row);
     with ``labels``, a float Series whose entries are all integral becomes
-    ``int64``. Other dtypes (numbers, pandas 3's ``str``, nullable ``Int64`` /
-    ``boolean``) carry nothing of the other part and are kept.
+    ``int64``. A column that would become complex stays ``object``. Other
+    dtypes (numbers, pandas 3's ``str``, nullable ``Int64`` / ``boolean``)
+    carry nothing of the other part and are kept.
     """
     import pandas as pd
 
@@ -103,7 +104,10 @@ def _own_pandas_types(part: Any, labels: bool) -> Any:
         if isinstance(c.dtype, pd.CategoricalDtype):
             return c.cat.remove_unused_categories()
         if _is_object(c.dtype):
-            c = c.infer_objects()
+            inferred = c.infer_objects()
+            # not complex: one complex cell would type the part's column complex, which every estimator refuses
+            # (after the charge with sensitive training rows); left object, that cell is read as a non-number
+            c = c if inferred.dtype.kind == "c" else inferred
         if labels and c.dtype.kind == "f":
             v = c.to_numpy()
             with np.errstate(all="ignore"):

@@ -110,3 +110,29 @@ def test_polars_frame_with_a_frozen_column_transformer_by_name_is_accepted_like_
                              {"dplogisticregression__C": Real(0.1, 10.0, log=True)}, sensitive="both", epsilon=2.0,
                              n_iter=1, n_candidates=2, method="random", random_state=0)
     assert _outcome(search, X, y, X_val=X, y_val=y) == "ran"
+
+
+def test_a_complex_cell_in_a_split_training_row_does_not_make_its_part_a_complex_column():
+    """The split types each pandas part from its own rows: an object column whose one training cell is complex
+    became complex128 there, and the DP estimator's check of public defects then refused every fit after the
+    charge, for that neighbour only. Such a column stays object (the cell becomes NaN like any non-number)."""
+    from privtune.model_selection._splitting import _own_types
+
+    part = pd.DataFrame({"a": [1.0, 2.0], "b": np.array([1.0, 2 + 3j], dtype=object)})
+    assert _own_types(part)["b"].dtype == object
+    rng = np.random.default_rng(0)
+    n = 200
+    X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n).astype(object)})
+    y = (X["a"] > 0).astype(int).to_numpy()
+    neighbour = X.copy()
+    neighbour.iat[1, 1] = 2 + 3j  # replace-one of a training row of the split (row 1: see the test above)
+
+    def search():
+        return PrivateSearchCV(DPLogisticRegression(epsilon=0.5, classes=[0, 1]), {"C": Real(0.1, 10.0, log=True)},
+                               sensitive="both", epsilon=2.0, n_iter=1, n_candidates=2, method="random",
+                               random_state=0, validation_size=0.3, accountant=Accountant(Budget(2.0, 1e-6)))
+
+    for data in (X, neighbour):  # both run: a refit that fails raises CandidateFitError
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert hasattr(search().fit(data, y), "best_estimator_")
