@@ -269,7 +269,8 @@ def _gaussian_plan(*, solver: str, n: int, d: int, m: int, eps: float, dlt: floa
     the declared L2 row bound ``data_norm_l2``, else ``data_norm``, since
     ``||u||_2 <= ||u||_1``); the full-batch mean has L2 sensitivity ``S_2 / n``.
     The whole run is one Gaussian mechanism with ``1 / nm**2 = sum_t 1 / nm_t**2``
-    (Dong, Roth & Su 2019), calibrated analytically at ``(epsilon (1 - 1e-3), delta)``;
+    (Dong, Roth & Su 2019), calibrated through RDP at ``(epsilon (1 - 1e-3), delta)``
+    (:func:`gaussian_run_multiplier`; the run is charged as RDP, ``method="rdp"``);
     the precision ``1 / nm**2`` (i.e. the zCDP ``rho``) is split across steps
     uniformly, or proportionally to ``a_{T,t}**(1/2)`` for the ``*-opt`` solvers.
     ``nm`` is that run multiplier (divided by ``sqrt(budget_share)``).

@@ -27,8 +27,10 @@ section 6, [ours]): ``noise="gaussian"`` with ``delta > 0`` adds exact discrete
 Gaussian noise calibrated on the per-step **L2** sensitivity ``2 R_2 / n`` (``R_2``
 the declared L2 row bound ``data_norm_l2``, else ``data_norm``; rows are clipped
 in L2 only). The whole run is one Gaussian mechanism of multiplier ``nm`` with
-``1 / nm**2 = sum_t 1 / nm_t**2``, calibrated analytically at
-``(epsilon (1 - 1e-3), delta)``; its precision (i.e. zCDP ``rho``) is split
+``1 / nm**2 = sum_t 1 / nm_t**2``, calibrated through RDP at
+``(epsilon (1 - 1e-3), delta)`` (:func:`gaussian_run_multiplier`: the discrete
+Gaussian's vector release is proven through RDP, not through the continuous
+Gaussian's exact curve); its precision (i.e. zCDP ``rho``) is split
 uniformly, or ``rho_t`` proportional to ``a_{T,t}**(1/2)`` for the ``*-opt``
 solvers. Full batch only (no accounted amplification for Gaussian steps here).
 
@@ -458,14 +460,18 @@ def dp_accelerated(
     (``R_2`` is the declared ``data_norm_l2``, else ``data_norm``, since
     ``||u||_2 <= ||u||_1``; rows are clipped to both). The composition of
     Gaussians is exactly the Gaussian of multiplier ``nm`` with
-    ``1 / nm**2 = sum_t 1 / nm_t**2`` (Dong, Roth & Su 2019); ``nm`` is the
-    analytic calibration (Balle & Wang 2018) at ``(epsilon (1 - 1e-3), delta)``
-    and the precision is split uniformly or, for the ``*-opt`` solvers, with
+    ``1 / nm**2 = sum_t 1 / nm_t**2`` (Dong, Roth & Su 2019); ``nm`` is
+    calibrated through RDP at ``(epsilon (1 - 1e-3), delta)``
+    (:func:`gaussian_run_multiplier`, with the orders and RDP-to-DP conversion
+    the accountant uses: the discrete Gaussian's vector release is proven
+    through RDP, not through the continuous Gaussian's exact curve of Balle &
+    Wang 2018) and the precision is split uniformly or, for the ``*-opt`` solvers, with
     ``rho_t`` proportional to ``a_{T,t}**(1/2)`` (the zCDP analogue of
     Prop. 4.2, seed-002 spec section 6) and ``T*`` minimising the matching
     bound. The event charged is the composition of one
-    ``GaussianEvent(noise_multiplier=nm_t)`` per step, which the accountant
-    composes exactly; ``epsilon`` of the result is that exact composition
+    ``GaussianEvent(noise_multiplier=nm_t, vector=True)`` per step, which the
+    accountant composes through RDP (the steps' RDP curves add exactly);
+    ``epsilon`` of the result is that composition converted at ``delta``
     (within a relative ``2e-3`` below the budget) and ``step_epsilons`` are the
     steps' *shares* of it, not per-step guarantees. ``batch_size < n`` is
     refused with ``noise="gaussian"``: the accountant has no exact bound for
