@@ -60,6 +60,8 @@ from privtune.utils._random import check_random_state
 from privtune.utils._validation import check_delta, check_epsilon, check_integer, check_real
 
 _SENSITIVE = ("validation", "training", "both")
+#: The methods driven by a GP-UCB loop (with public validation rows: the loop on the exact scores).
+_GP_LOOP_METHODS = ("gp-ucb", "gp-ucb-exact", "noisy-ucb")
 _METHOD_PARAMS_WITH_SENSITIVITY = ("noisy-ucb", "random", "prescreen")
 
 
@@ -550,6 +552,23 @@ class _SearchConfigMixin(_SplitMixin):
             return max(2, _n_distinct(y_tr))
         return 2
 
+    def _exact_gp_loop(self, settings: SearchSettings, params: dict[str, Any]) -> Any:
+        """With public validation rows, a GP method is GP-UCB on the exact scores (no validation release to tune).
+
+        Only the GP's ``kernel`` applies; the other parameters of the method's releases are refused, by name.
+        """
+        from privtune.bo._gp_method import GPMethod
+        from privtune.bo.post_processing import PostProcessingSelection
+
+        extra = sorted(set(self.method_params or {}) - {"kernel"})
+        if extra:
+            raise InvalidParameterError(
+                f"method={settings.method!r} with sensitive='training' observes the exact scores on the public "
+                f"validation rows and makes no validation release, so 'method_params' {extra} have no effect there. "
+                "Only 'kernel' applies; remove the others.")
+        base = {k: params[k] for k in ("epsilon", "delta", "n_iter", "score_bounds")}
+        return PostProcessingSelection(GPMethod(kernel=params.get("kernel"), **base), name=settings.method)
+
     def _make_method(self, settings: SearchSettings, scorer: BoundedScorer, m: int, sensitivity: float,
                      budget: Budget) -> Any:
         from privtune.bo import make_method
@@ -585,12 +604,18 @@ class _SearchConfigMixin(_SplitMixin):
                         f"epsilon={budget.epsilon!r} cannot pay for the refit (epsilon "
                         f"{settings.one_fit_budget.epsilon!r}) and the randomly stopped runs: raise epsilon, lower the "
                         "estimator's epsilon, or set refit=False.")
+        if self.sensitive == "training" and settings.method in _GP_LOOP_METHODS:
+            return self._exact_gp_loop(settings, params)
         try:
             method = make_method(settings.method, **params)
         except TypeError as exc:
             raise InvalidParameterError(f"Invalid 'method_params' for method={settings.method!r}"
                                         + (" (method='auto')" if self.method == "auto" else "")
                                         + f": {exc}") from None
+        if self.sensitive == "training":  # public validation rows: the release is post-processing of the DP fits
+            from privtune.bo.post_processing import PostProcessingSelection
+
+            method = PostProcessingSelection(method)
         if settings.method == "lipschitz":  # Alg. 3's sensitivity assumes per-row losses in [-loss_bound, 0]
             lo, hi = scorer.bounds
             g = float(method.loss_bound)  # validated by the method (any real number type)
