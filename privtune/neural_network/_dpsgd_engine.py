@@ -1,0 +1,267 @@
+r"""The DP-SGD loop behind :class:`~privtune.neural_network.DPSGDClassifier` (internal; imports torch and Opacus).
+
+What comes from Opacus and what from privtune:
+
+* **Opacus** computes the per-example gradients (:class:`opacus.GradSampleModule`,
+  ``loss_reduction="sum"``) and vets the architecture before anything is spent
+  (:class:`opacus.validators.ModuleValidator`: a BatchNorm, which mixes the rows
+  of a batch, is refused).
+* **privtune** draws the Poisson batches and the noise from its own random
+  source (``os.urandom`` unless seeded), clips and sums in float64 with a proven
+  rounding bound (:mod:`privtune.optim._sums`: the clip's own float error,
+  :func:`~privtune.optim._sums.clip_norm_bound`, and the sum's,
+  :func:`~privtune.optim._sums.rounding_factor`, are paid for by raising the
+  sensitivity the noise is built with), and adds **exact discrete Gaussian**
+  noise on a grid (:class:`privtune.mechanisms.Gaussian`), the sampler of the
+  seed-003 trainers. Opacus's own noise (a floating-point Gaussian from
+  torch's generator, open to Mironov's 2012 attack on textbook samplers; its
+  ``secure_mode`` needs ``torchcsprng``, which does not exist for current torch)
+  and its data loader are not used.
+
+One step: each row kept independently with probability ``q`` (exactly
+``K / 2**53``, an integer drawn below ``2**53`` by the source compared with
+``K``); the kept rows' per-example gradients, computed in chunks of
+:data:`CHUNK` rows padded to that fixed shape (so the kernels a row passes
+through do not depend on how many rows were sampled), each clipped to L2 norm
+``C`` (non-finite rows, rows whose label is outside the declared classes and
+rows whose gradient norm exceeds ``2**960 C`` count as zero); their float64
+sum released with discrete Gaussian noise of multiplier ``sigma`` at
+sensitivity ``psi C`` (add/remove: one row moves the sum by at most ``C``;
+``psi - 1`` is about ``n 2**-52``); the release divided by the public
+``batch_size`` and handed to a torch optimizer (SGD or Adam: post-processing).
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from privtune.exceptions import InvalidParameterError
+from privtune.mechanisms import Gaussian
+from privtune.optim._sums import check_sum_terms, clip_norm_bound, rounding_factor
+
+__all__ = ["CHUNK", "build_module", "check_module", "clipped_sum", "step_mechanism", "train", "forward"]
+
+#: Rows per forward/backward pass (batches are cut into chunks of this many rows, the last padded with zeros).
+CHUNK = 128
+#: A row whose computed gradient norm exceeds this times the clip is zeroed (the clip factor stays a normal float).
+_HUGE_GRADIENT = 2.0**960
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def default_module(n_features: int, n_outputs: int) -> Any:
+    """The default network: one hidden layer of 32 ReLU units (public architecture)."""
+    nn = _torch().nn
+    return nn.Sequential(nn.Linear(n_features, 32), nn.ReLU(), nn.Linear(32, n_outputs))
+
+
+def build_module(spec: Any, n_features: int, n_outputs: int, seed: int, owner: str) -> Any:
+    """A fresh ``torch.nn.Module`` from ``spec`` (None, a Module to copy, or a factory), torch's RNG forked.
+
+    The user's module is never modified (a deep copy is trained); a factory is
+    called with ``(n_features, n_outputs)`` under torch's RNG seeded with
+    ``seed`` (so its initial weights are reproducible when the fit is seeded),
+    inside :func:`torch.random.fork_rng` (the global state is left untouched).
+    """
+    torch = _torch()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        if spec is None:
+            module = default_module(n_features, n_outputs)
+        elif isinstance(spec, torch.nn.Module):
+            module = copy.deepcopy(spec)
+        else:
+            module = spec(n_features, n_outputs)
+    if not isinstance(module, torch.nn.Module):
+        raise InvalidParameterError(
+            f"The 'module' parameter of {owner} must be None, a torch.nn.Module or a callable "
+            f"(n_features, n_outputs) -> torch.nn.Module; the callable returned {type(module).__name__}. "
+            "Nothing was spent.")
+    return module
+
+
+def check_module(module: Any, n_features: int, n_outputs: int, owner: str) -> int:
+    """Vet the architecture from public information; returns its number of trainable parameters.
+
+    Opacus's :class:`~opacus.validators.ModuleValidator` must accept it (no
+    BatchNorm: it mixes a batch's rows), it must have trainable parameters
+    of a floating dtype, and a zero row of ``n_features`` must map to
+    ``n_outputs`` outputs. Nothing is spent by a refusal.
+    """
+    torch = _torch()
+    from opacus.validators import ModuleValidator
+
+    errors = ModuleValidator.validate(module, strict=False)
+    if errors:
+        raise InvalidParameterError(
+            f"The 'module' of {owner} cannot be trained with DP-SGD: {errors[0]} "
+            "(opacus.validators.ModuleValidator.fix replaces such layers). Nothing was spent.")
+    params = [p for p in module.parameters() if p.requires_grad]
+    if not params or any(not p.is_floating_point() for p in params):
+        raise InvalidParameterError(
+            f"The 'module' of {owner} must have trainable floating-point parameters. Nothing was spent.")
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            out = module(torch.zeros((1, n_features), dtype=params[0].dtype))
+        except Exception as exc:  # noqa: BLE001 - a public architecture error, on a zero row
+            raise InvalidParameterError(
+                f"The 'module' of {owner} fails on a zero row of {n_features} features "
+                f"({type(exc).__name__}); it must map (batch, {n_features}) to (batch, {n_outputs}). "
+                "Nothing was spent.") from None
+    if tuple(out.shape) != (1, n_outputs):
+        raise InvalidParameterError(
+            f"The 'module' of {owner} maps one row of {n_features} features to an output of shape "
+            f"{tuple(out.shape)[1:]}; it must give {n_outputs} output(s) ({'one per class' if n_outputs > 1 else 'one'}"
+            "). Nothing was spent.")
+    return int(sum(p.numel() for p in params))
+
+
+def step_mechanism(*, noise_multiplier: float, max_grad_norm: float, n_samples: int, n_params: int,
+                   source: Any, owner: str) -> Gaussian:
+    """The noise of one step: a lattice Gaussian at sensitivity ``psi C`` (add/remove) and multiplier ``sigma``.
+
+    ``psi`` covers the float64 clipping and the sum of at most ``n_samples``
+    terms (:func:`privtune.optim._sums.rounding_factor`). Its grid is built
+    here, so a configuration no exact grid can hold is refused before the charge.
+    """
+    check_sum_terms(n_samples, owner)
+    psi = rounding_factor(terms=n_samples, bound=max_grad_norm, divisor=1.0, factor=1.0, coordinates=n_params,
+                          norm=2, term_bound=clip_norm_bound(max_grad_norm, n_params))
+    mech = Gaussian.from_noise_multiplier(noise_multiplier, sensitivity=max_grad_norm * psi, random_state=source)
+    try:
+        mech.grid_spacing(n_params)
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(f"{exc} Nothing was spent.") from None
+    return mech
+
+
+def _per_example_gradients(gsm: Any, params: list[Any], loss_fn: Callable[..., Any], Xc: Any, yc: Any,
+                           rows: int) -> np.ndarray:
+    """Per-example gradients of the first ``rows`` rows of one padded chunk, as float64 (rows, n_params)."""
+    for p in params:
+        p.grad_sample = None
+        p.grad = None
+    loss = loss_fn(gsm(Xc), yc)
+    loss.backward()
+    parts = [p.grad_sample[:rows].reshape(rows, -1).detach().to(dtype=_torch().float64).numpy() for p in params]
+    return np.concatenate(parts, axis=1)
+
+
+def clipped_sum(gsm: Any, params: list[Any], loss_fn: Callable[..., Any], X: Any, y: Any, keep: np.ndarray,
+                idx: np.ndarray, clip: float, d: int) -> np.ndarray:
+    """``sum_idx clip(grad l_i, C)`` in float64; rows with ``keep`` False, non-finite or huge count as zero.
+
+    Chunks of :data:`CHUNK` rows (the last padded with zero rows, whose gradients
+    are dropped); each chunk's clipped gradients are summed by one BLAS product
+    and the chunks' sums added with :func:`math.fsum`, coordinate by coordinate,
+    so each term passes through at most ``CHUNK + 2`` roundings (within the
+    bound :func:`~privtune.optim._sums.rounding_factor` pays for with
+    ``terms = n``). No floating-point warning escapes (one could depend on a row).
+    """
+    torch = _torch()
+    partial = []
+    for start in range(0, idx.size, CHUNK):
+        rows = idx[start:start + CHUNK]
+        r = rows.size
+        Xc = torch.zeros((CHUNK,) + tuple(X.shape[1:]), dtype=X.dtype)
+        Xc[:r] = X[rows]
+        yc = torch.zeros((CHUNK,) + tuple(y.shape[1:]), dtype=y.dtype)
+        yc[:r] = y[rows]
+        with np.errstate(all="ignore"):
+            G = _per_example_gradients(gsm, params, loss_fn, Xc, yc, r)
+            bad = ~np.all(np.isfinite(G), axis=1) | ~keep[rows]
+            G = np.where(bad[:, None], 0.0, G)
+            norms = np.sqrt(np.einsum("ij,ij->i", G, G))
+            factor = np.minimum(1.0, clip / np.where(norms > 0.0, norms, 1.0))
+            factor = np.where(norms > clip * _HUGE_GRADIENT, 0.0, factor)
+            partial.append(factor @ G)
+    if not partial:
+        return np.zeros(d)
+    if len(partial) == 1:
+        return partial[0]
+    import math
+
+    stack = np.stack(partial)
+    return np.array([math.fsum(col) for col in stack.T.tolist()])
+
+
+def poisson_batch(source: Any, n: int, threshold: int) -> np.ndarray:
+    """Indices of a Poisson batch: row ``i`` kept when a uniform integer below ``2**53`` is below ``threshold``."""
+    u = source.integers_below(np.full(n, 2**53, dtype=np.int64))
+    return np.flatnonzero(u < threshold)
+
+
+def train(module: Any, X: np.ndarray, y: np.ndarray, keep: np.ndarray, *, task: str, steps: int, threshold: int,
+          batch_size: int, lr: float, optimizer: str, mech: Gaussian, clip: float, source: Any,
+          torch_seed: int) -> Any:
+    """Run the DP-SGD loop on ``module`` in place (module docstring); returns the trained module.
+
+    Called after the charge. Torch's global RNG is forked (dropout and other
+    layer randomness are seeded from ``torch_seed``) and every warning is
+    silenced (a warning could depend on a row).
+    """
+    torch = _torch()
+    from opacus import GradSampleModule
+
+    with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.manual_seed(torch_seed)
+        params = [p for p in module.parameters() if p.requires_grad]
+        dtype = params[0].dtype
+        Xt = torch.as_tensor(X, dtype=dtype)
+        if task == "classification":
+            yt = torch.as_tensor(y, dtype=torch.long)
+
+            def loss_fn(out, target):
+                return torch.nn.functional.cross_entropy(out, target, reduction="sum")
+        else:
+            yt = torch.as_tensor(y, dtype=dtype).reshape(-1, 1)
+
+            def loss_fn(out, target):
+                return torch.nn.functional.mse_loss(out, target, reduction="sum")
+
+        gsm = GradSampleModule(module, batch_first=True, loss_reduction="sum")
+        gsm.train()
+        opt = (torch.optim.SGD(params, lr=lr) if optimizer == "sgd" else torch.optim.Adam(params, lr=lr))
+        d = int(sum(p.numel() for p in params))
+        n = X.shape[0]
+        for _ in range(steps):
+            idx = poisson_batch(source, n, threshold)
+            total = clipped_sum(gsm, params, loss_fn, Xt, yt, keep, idx, clip, d)
+            released = np.asarray(mech.randomise(total), dtype=np.float64).reshape(-1) / batch_size
+            offset = 0
+            for p in params:
+                k = p.numel()
+                p.grad = torch.as_tensor(released[offset:offset + k], dtype=dtype).view_as(p).clone()
+                p.grad_sample = None
+                offset += k
+            opt.step()
+        for p in params:
+            p.grad = None
+            p.grad_sample = None
+        module = gsm.to_standard_module()  # Opacus's hooks removed: the module pickles and predicts plainly
+    module.eval()
+    return module
+
+
+def forward(module: Any, X: np.ndarray) -> np.ndarray:
+    """The module's outputs on ``X`` (no gradient, float64, in blocks; post-processing)."""
+    torch = _torch()
+    dtype = next(module.parameters()).dtype
+    out = []
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for start in range(0, max(X.shape[0], 1), 4096):
+            xb = torch.as_tensor(X[start:start + 4096], dtype=dtype)
+            out.append(module(xb).detach().to(torch.float64).numpy())
+    return np.concatenate(out, axis=0) if out else np.zeros((0, 1))
