@@ -10,6 +10,12 @@ method              class                                        guarantee      
 ``random``          :class:`RandomSearch` (EM / P&S stopping)    unconditional   yes
 ==================  ===========================================  ==============  ====================
 
+With public validation rows and sensitive training rows
+(``PrivateSearchCV(sensitive="training")``) a method's candidate choice is
+wrapped in :class:`PostProcessingSelection`: the best candidate and its score
+are exact (post-processing of the DP fits), and the validation role spends
+nothing.
+
 :func:`kusner_constants` and the other functions of :mod:`privtune.bo.constants`
 need only the standard library; the methods and the engine import the GP
 engine (torch), which loads on first use of one of them.
@@ -35,6 +41,7 @@ __all__ = [
     "LipschitzRelease",
     "METHODS",
     "NoisyUCB",
+    "PostProcessingSelection",
     "PrescreenedRandomSearch",
     "RandomSearch",
     "Release",
@@ -51,6 +58,7 @@ _LAZY = {
     "GPUCBExact": "privtune.bo.gp_ucb_exact",
     "LipschitzRelease": "privtune.bo.lipschitz",
     "NoisyUCB": "privtune.bo.noisy_ucb",
+    "PostProcessingSelection": "privtune.bo.post_processing",
     "PrescreenedRandomSearch": "privtune.bo.prescreen",
     "RandomSearch": "privtune.bo.random_search",
     "UCBEngine": "privtune.bo.engine",

@@ -147,6 +147,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         stopping and sensitive training data, the stopped search's one event is
         charged to both roles; with ``refit`` it gets ``epsilon`` minus one
         fit's epsilon, so that the training role can also pay for the refit.)
+        With ``sensitive="training"`` it is the training role's ceiling only:
+        the validation rows are public and that role spends nothing.
     delta : float in [0, 1), default=1e-6
         Total delta (the GP and Gaussian methods need delta > 0).
     n_iter : int, default=20
@@ -179,7 +181,15 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         usual score when every class has M records or more).
     sensitive : {"validation", "training", "both"}, default="validation"
         Which data roles are sensitive. Training privacy needs a privtune DP
-        estimator; others are refused.
+        estimator; others are refused. With ``"training"`` the validation rows
+        are public: the best candidate and its score are then computed exactly
+        from the DP fits (post-processing), so the validation role spends
+        nothing and adds no noise; ``random`` fits the same candidates as with
+        a private selection (random stopping the same secret number of runs),
+        and the GP methods run GP-UCB on the exact scores (only
+        ``method_params={"kernel": ...}`` applies there). The guarantee is the
+        training role's, unconditional
+        (:class:`~privtune.bo.PostProcessingSelection`).
     validation_size : float in (0, 1) or None, default=None
         When ``fit`` receives no explicit validation set (``X_val``, ``y_val``) and
         no ``cv``, the share of rows put in the sensitive validation set by a
