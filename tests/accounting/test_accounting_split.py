@@ -1,4 +1,4 @@
-"""Issue 39's split of ``privtune/accounting/ledger.py``: every name keeps its path, pickles load.
+"""Issue 39's splits of ``privtune/accounting/ledger.py`` and ``events.py``: every name keeps its path, pickles load.
 
 ``ledger.py`` kept the ledger classes; the SQLite study file under them (tables, hash chain, durable connection,
 checks before opening, legacy conversion) moved to ``_study_file``. ``tests/accounting/data/
@@ -141,3 +141,86 @@ def test_the_fixture_loads_in_a_fresh_interpreter():
     out = subprocess.run([sys.executable, "-c", code, str(DATA)], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["privtune.accounting.ledger"] * 3
 
+
+# ----------------------------------------------------------------------------- events.py
+#: Every module-level name ``events.py`` defined before the split, by the module now defining it.
+EVENT_NAMES_BEFORE = {
+    "privtune.accounting._event_base": ["RELATIONS", "GUARANTEES", "_REGISTRY", "_check_choice", "PrivacyEvent",
+                                        "event_from_dict", "_other_relations", "_check_event"],
+    "privtune.accounting._mechanism_events": ["LaplaceEvent", "GaussianEvent", "ExponentialEvent",
+                                              "SparseVectorEvent", "EpsilonDeltaEvent", "RenyiEvent"],
+    "privtune.accounting._composite_events": ["_amplify_pure", "PoissonSampledEvent",
+                                              "SampledWithoutReplacementEvent", "ComposedEvent", "SelfComposedEvent",
+                                              "RepeatAndSelectEvent", "ThresholdSelectionEvent"],
+}
+
+
+def _event_modules():
+    from privtune.accounting import _composite_events, _event_base, _mechanism_events
+
+    return {"privtune.accounting._event_base": _event_base, "privtune.accounting._mechanism_events": _mechanism_events,
+            "privtune.accounting._composite_events": _composite_events}
+
+
+@pytest.mark.parametrize("module, names", sorted(EVENT_NAMES_BEFORE.items()))
+def test_every_name_of_the_old_events_module_is_the_object_of_its_new_module(module, names):
+    from privtune.accounting import events
+
+    defining = _event_modules()[module]
+    assert set(names) <= _defined(defining)
+    for name in names:
+        assert getattr(events, name) is getattr(defining, name), name
+        value = getattr(defining, name)
+        if isinstance(value, type) or callable(value):
+            assert value.__module__ == module, name
+
+
+def test_the_event_names_before_the_split_are_all_accounted_for():
+    import privtune.accounting
+    from privtune.accounting import events
+
+    listed = {name for names in EVENT_NAMES_BEFORE.values() for name in names}
+    assert len(listed) == 21  # the module-level definitions and assignments of events.py before the split
+    assert set(events.__all__) <= listed
+    for module in _event_modules().values():
+        assert _defined(module) - {"__all__"} <= listed
+    for name in privtune.accounting.__all__:  # the package's public names are the same objects
+        if hasattr(events, name):
+            assert getattr(privtune.accounting, name) is getattr(events, name), name
+
+
+def test_events_pickled_before_the_split_load_and_serialise_byte_identically(stored):
+    import privtune.accounting as pa
+    from privtune.accounting import events
+
+    raw = DATA.read_bytes()
+    assert b"privtune.accounting.events" in raw
+    assert b"_mechanism_events" not in raw and b"_composite_events" not in raw and b"_event_base" not in raw
+    assert sorted(stored["events"]) == sorted(events._REGISTRY)  # the fixture holds one event of every type
+    for kind, event in stored["events"].items():
+        cls = events._REGISTRY[kind]
+        assert type(event) is cls and cls is getattr(pa, cls.__name__), kind
+        assert json.dumps(event.to_dict(), sort_keys=True) == json.dumps(stored["to_dict"][kind], sort_keys=True)
+        assert event.epsilon_delta() == stored["epsilon_delta"][kind], kind
+        assert events.event_from_dict(stored["to_dict"][kind]) == event, kind
+        assert pickle.loads(pickle.dumps(event)) == event, kind
+    nested = stored["events"]["poisson_sampled"]
+    assert type(nested.event) is pa.GaussianEvent and nested.event.vector
+
+
+def test_every_event_type_is_rebuilt_from_its_dict_in_a_fresh_interpreter():
+    code = ("import json, pickle, sys; from privtune.accounting._event_base import event_from_dict; "
+            "d = pickle.load(open(sys.argv[1], 'rb')); "
+            "ok = [event_from_dict(json.loads(json.dumps(v))) == d['events'][k] for k, v in d['to_dict'].items()]; "
+            "print(len(ok), all(ok), type(d['events']['renyi']).__module__)")
+    out = subprocess.run([sys.executable, "-c", code, str(DATA)], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["12", "True", "privtune.accounting._mechanism_events"]
+
+
+def test_a_class_recorded_under_the_old_events_path_unpickles_to_the_class_now():
+    import privtune.accounting as pa
+
+    for name in ("PrivacyEvent", "LaplaceEvent", "GaussianEvent", "PoissonSampledEvent", "RepeatAndSelectEvent",
+                 "RenyiEvent"):
+        # the GLOBAL opcode an earlier privtune wrote for the class: ``c<module>\n<name>\n``
+        assert pickle.loads(f"cprivtune.accounting.events\n{name}\n.".encode()) is getattr(pa, name)
