@@ -109,7 +109,7 @@ def check_module(module: Any, n_features: int, n_outputs: int, owner: str) -> in
     if not params or any(not p.is_floating_point() for p in params):
         raise InvalidParameterError(
             f"The 'module' of {owner} must have trainable floating-point parameters. Nothing was spent.")
-    with torch.no_grad(), warnings.catch_warnings():
+    with torch.random.fork_rng(devices=[]), torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             out = module(torch.zeros((1, n_features), dtype=params[0].dtype))
@@ -255,13 +255,25 @@ def train(module: Any, X: np.ndarray, y: np.ndarray, keep: np.ndarray, *, task: 
 
 
 def forward(module: Any, X: np.ndarray) -> np.ndarray:
-    """The module's outputs on ``X`` (no gradient, float64, in blocks; post-processing)."""
+    """The module's outputs on ``X`` (no gradient, float64; post-processing).
+
+    Rows pass in chunks of :data:`CHUNK`, the last padded with zero rows, as in
+    training: a row's output then does not depend on how many rows are
+    predicted with it (float32 kernels may round differently for other batch
+    shapes).
+    """
     torch = _torch()
     dtype = next(module.parameters()).dtype
     out = []
-    with torch.no_grad(), warnings.catch_warnings():
+    with torch.random.fork_rng(devices=[]), torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for start in range(0, max(X.shape[0], 1), 4096):
-            xb = torch.as_tensor(X[start:start + 4096], dtype=dtype)
-            out.append(module(xb).detach().to(torch.float64).numpy())
-    return np.concatenate(out, axis=0) if out else np.zeros((0, 1))
+        for start in range(0, X.shape[0], CHUNK):
+            rows = X[start:start + CHUNK]
+            xb = torch.zeros((CHUNK,) + tuple(X.shape[1:]), dtype=dtype)
+            xb[:rows.shape[0]] = torch.as_tensor(rows, dtype=dtype)
+            out.append(module(xb)[:rows.shape[0]].detach().to(torch.float64).numpy())
+    if not out:
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            width = module(torch.zeros((1,) + tuple(X.shape[1:]), dtype=dtype)).shape[1]
+        return np.zeros((0, width))
+    return np.concatenate(out, axis=0)
