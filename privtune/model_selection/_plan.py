@@ -166,6 +166,8 @@ class SearchData:
         The estimator's fit parameters, sliced with the rows of every fit.
     groups : array-like or None
         ``prescreen``'s screening groups, one per training row.
+    proxy : (X_proxy, y_proxy) or None
+        Public proxy rows the candidates are ranked on first, for free (:mod:`~privtune.model_selection._proxy`).
     """
 
     X_tr: Any
@@ -174,6 +176,7 @@ class SearchData:
     y_v: Any
     fit_params: Any
     groups: Any = None
+    proxy: Any = None
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from privtune.model_selection._inputs import (
     n_rows,
 )
 from privtune.model_selection._plan import SearchData, SearchPlan, SearchRun, SearchSettings
+from privtune.model_selection._proxy import check_proxy
 from privtune.model_selection._scoring import BoundedScorer
 from privtune.model_selection._training import (
     is_pipeline,
@@ -71,7 +72,7 @@ class _SearchPlanningMixin:
     """PrivateSearchCV's planning stages: what is decided before any data access (public inputs only)."""
 
     def _plan(self, settings: SearchSettings, X: Any, y: Any, X_val: Any, y_val: Any,
-              fit_params: Mapping[str, Any]) -> tuple[SearchPlan, SearchData]:
+              fit_params: Mapping[str, Any], proxy: tuple[Any, Any] = (None, None)) -> tuple[SearchPlan, SearchData]:
         """The search's plan from the settings and the inputs' public structure; the parts of the data, unsplit.
 
         Everything here can refuse the configuration, before the study row is created and before any value is
@@ -87,7 +88,13 @@ class _SearchPlanningMixin:
         X_tr, y_tr, X_v, y_v = self._validate_data(X, y, X_val, y_val)
         params, groups = self._fit_params(settings, fit_params, n_rows(X_tr),
                                           split=X_v is None and settings.cv is None)
-        data = SearchData(X_tr, y_tr, X_v, y_v, params, groups)
+        proxy_rows = check_proxy(*proxy, X_tr)
+        if proxy_rows is not None and settings.method == "prescreen":
+            raise InvalidParameterError(
+                f"{self._method_label(settings)} ranks the candidates on the public training rows; X_proxy/y_proxy "
+                "would rank them a second time, on other rows. Use method='random' (or another method) to rank them "
+                "on the proxy rows, or drop X_proxy/y_proxy. Nothing was read or spent.")
+        data = SearchData(X_tr, y_tr, X_v, y_v, params, groups, proxy_rows)
         scorer: BoundedScorer = settings.scorer
         # K from the training labels only when they are public *and* apart from the validation rows: before a
         # validation_size split, y still holds the validation labels (K must not depend on them).

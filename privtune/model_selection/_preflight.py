@@ -35,6 +35,7 @@ from privtune.model_selection._inputs import (
 )
 from privtune.model_selection._plan import SearchData, SearchPlan
 from privtune.model_selection._prescreen import screen_on_public_rows
+from privtune.model_selection._proxy import screen_on_proxy
 from privtune.model_selection._scoring import BoundedScorer
 from privtune.model_selection._seeding import CANDIDATE, FitSeeder
 from privtune.model_selection._utility import utility_warnings
@@ -59,6 +60,13 @@ class _PublicRowsMixin:
         are issued here, before any charge and any validation row. With sensitive training rows nothing is fitted
         here (the plan as it is).
         """
+        self.proxy_screening_ = None
+        if data.proxy is not None:  # public proxy rows: the candidates ranked there first, for free
+            kept, self.proxy_screening_ = screen_on_proxy(
+                plan, data, n_jobs=self.n_jobs, label=self._method_label(plan.settings),
+                on_failures=self._public_failures("to fit or score in the screening on the public proxy rows",
+                                                  screening=True))
+            plan = replace(plan, candidates=kept)
         settings, method, scorer, candidates = plan.settings, plan.method, plan.scorer, plan.candidates
         if settings.method == "prescreen":  # public training rows only: free, and reproducible from the seeds
             try:

@@ -363,6 +363,10 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
     scorer_ : BoundedScorer
     n_iter_ : int or None
     seeded_ : bool
+    proxy_screening_ : dict or None
+        With ``X_proxy``/``y_proxy``: the public summary of their screening
+        (candidates screened and kept, folds, fits; no score). ``None``
+        without proxy rows.
 
     Notes
     -----
@@ -499,7 +503,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             self.feature_names_in_ = best.feature_names_in_
 
     # -- fit -------------------------------------------------------------------------------
-    def fit(self, X: Any, y: Any = None, *, X_val: Any = None, y_val: Any = None, **fit_params: Any) -> PrivateSearchCV:
+    def fit(self, X: Any, y: Any = None, *, X_val: Any = None, y_val: Any = None, X_proxy: Any = None,
+            y_proxy: Any = None, **fit_params: Any) -> PrivateSearchCV:
         """Run the private search.
 
         Parameters
@@ -516,6 +521,18 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
             structure: the same kind of table, the same column names in the
             same order, the same number of features (refused otherwise, before
             anything is read or spent).
+        X_proxy, y_proxy : array-like or None
+            Public proxy rows (an older public release, a related public
+            table, synthetic data) with ``X``'s structure. The candidates are
+            ranked on them first by ordinary cross-validation, for free
+            (``prescreen``'s schedule: at most ``max(128, 12 n_iter)`` fits of
+            the estimator, without its accountants, on these rows only), and
+            the search runs over the ``n_iter`` best. Refused with
+            ``method="prescreen"``, which ranks on the public training rows.
+            Only fit parameters that are not per-sample reach these fits.
+            ``proxy_screening_`` summarises the screening (sizes and folds,
+            no score). Whatever the proxy rows are, they are treated as public:
+            never pass sensitive rows here.
         **fit_params : dict
             Passed to the estimator's ``fit``, as scikit-learn's searches pass
             them: one with an entry per row of ``X`` (``sample_weight``) is
@@ -565,7 +582,8 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         # the work on sensitive rows took).
         self._started_utc = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         settings = self._validate_params()  # the parameters alone
-        plan, data = self._plan(settings, X, y, X_val, y_val, fit_params)  # + the inputs' public structure
+        plan, data = self._plan(settings, X, y, X_val, y_val, fit_params,  # + the inputs' public structure
+                                (X_proxy, y_proxy))
         study = self._open_study(plan, data)  # everything that can refuse the configuration ran before it
         try:
             plan, data = self._candidates(plan, data, study)  # seeds, the split or folds, the candidate set

@@ -209,7 +209,12 @@ class ReportData:
                                    "numpy stream) after any user grid; data-independent"
                                    + ("; then the best of a random subset of it, ranked by cross-validation on the "
                                       "public training rows (independent of the sensitive validation rows)"
-                                      if rel.method == "prescreen" else ""))},
+                                      if rel.method == "prescreen" else "")
+                                   + ("; then the best of it ranked by cross-validation on public proxy rows "
+                                      "(X_proxy, y_proxy; no privacy cost)"
+                                      if getattr(search, "proxy_screening_", None) else "")),
+                        **({"proxy_screening": dict(search.proxy_screening_)}
+                           if getattr(search, "proxy_screening_", None) else {})},
             guarantee={"label": rel.guarantee,
                        "statement": _guarantee_statement(rel.guarantee, conf["sensitive"], rep["ledger"])},
             budget={"total": {"epsilon": conf["epsilon"], "delta": conf["delta"]},

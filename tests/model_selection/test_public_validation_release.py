@@ -155,3 +155,74 @@ def test_gp_methods_refuse_release_parameters_that_have_no_effect_with_public_va
     with pytest.raises(InvalidParameterError, match="noise_std"):
         _search(method="noisy-ucb", method_params={"noise_std": 0.1}).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
     assert FITS == []  # refused before any fit
+
+
+# ----------------------------------------------------------------------------- public proxy rows (issue 40)
+def _proxy(seed=1, n=40):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    return X, (X[:, 0] > 0).astype(int)
+
+
+@pytest.mark.parametrize("sensitive", ["training", "validation", "both"])
+def test_proxy_rows_rank_the_candidates_for_free_and_the_search_runs_over_the_best(sensitive):
+    X_tr, y_tr, X_v, y_v = _data()
+    X_p, y_p = _proxy()
+    grid = [{"c": [-2.0, -1.0, -0.5, 0.5, 1.0, 2.0]}]  # c < 0 predicts the wrong class everywhere
+    FITS.clear()
+    s = PrivateSearchCV(DeclaredDP(epsilon=0.1), grid, sensitive=sensitive, method="random", epsilon=1.0, n_iter=3,
+                        random_state=0)
+    s.fit(X_tr, y_tr, X_val=X_v, y_val=y_v, X_proxy=X_p, y_proxy=y_p)
+    assert sorted(c["c"] for c in s.candidates_) == [0.5, 1.0, 2.0]  # the three that work on the proxy rows
+    info = s.proxy_screening_
+    assert info["kept"] == 3 and info["screened"] == 6 and "proxy" in info["on"]
+    assert not any(isinstance(v, float) for v in info.values())  # sizes and folds only, no score
+    # the proxy fits are free: the training role pays for the three candidate fits only
+    if sensitive != "validation":
+        assert s.privacy_spent_["training"].epsilon == pytest.approx(0.3)
+    assert s.best_params_["c"] > 0
+
+
+def test_proxy_screening_fits_never_charge_the_estimators_accountant():
+    from privtune.accounting import Accountant, Budget
+
+    X_tr, y_tr, X_v, y_v = _data()
+    X_p, y_p = _proxy()
+    cap = Accountant(Budget(10.0, 0.0))
+    s = PrivateSearchCV(DeclaredDP(epsilon=0.1, accountant=cap), {"c": Categorical([-1.0, 0.5, 1.0, 2.0])},
+                        sensitive="training", epsilon=1.0, n_iter=2, n_candidates=4, random_state=0)
+    s.fit(X_tr, y_tr, X_val=X_v, y_val=y_v, X_proxy=X_p, y_proxy=y_p)
+    assert cap.spent.epsilon == pytest.approx(0.2)  # the search's plan (two fits), not the proxy screening's fits
+
+
+def test_proxy_rows_are_checked_before_anything_is_read_or_spent():
+    X_tr, y_tr, X_v, y_v = _data()
+    X_p, y_p = _proxy()
+    s = _search()
+    FITS.clear()
+    with pytest.raises(InvalidParameterError, match="both X_proxy and y_proxy"):
+        s.fit(X_tr, y_tr, X_val=X_v, y_val=y_v, X_proxy=X_p)
+    with pytest.raises(InvalidParameterError, match="X_proxy has 40 rows but y_proxy has 39"):
+        s.fit(X_tr, y_tr, X_val=X_v, y_val=y_v, X_proxy=X_p, y_proxy=y_p[:-1])
+    with pytest.raises(InvalidParameterError, match="features"):
+        s.fit(X_tr, y_tr, X_val=X_v, y_val=y_v, X_proxy=X_p[:, :1], y_proxy=y_p)
+    for method in ("prescreen", "auto"):  # auto resolves to prescreen with public training rows: said so
+        with pytest.raises(InvalidParameterError, match="prescreen"):
+            PrivateSearchCV(DeclaredDP(), SPACE, method=method, n_iter=2, n_candidates=4).fit(
+                X_tr, y_tr, X_val=X_v, y_val=y_v, X_proxy=X_p, y_proxy=y_p)
+    assert FITS == []
+
+
+def test_without_proxy_rows_nothing_changes():
+    X_tr, y_tr, X_v, y_v = _data()
+    a = _search().fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+    assert a.proxy_screening_ is None and len(a.candidates_) == 4
+
+
+def test_the_report_says_the_candidates_were_ranked_on_proxy_rows():
+    X_tr, y_tr, X_v, y_v = _data()
+    X_p, y_p = _proxy()
+    s = _search(method="random").fit(X_tr, y_tr, X_val=X_v, y_val=y_v, X_proxy=X_p, y_proxy=y_p)
+    cands = s.report_.to_dict()["candidates"]
+    assert "proxy rows" in cands["source"] and cands["proxy_screening"]["kept"] == 3
+    assert "proxy" not in _search().fit(X_tr, y_tr, X_val=X_v, y_val=y_v).report_.to_dict()["candidates"]["source"]
