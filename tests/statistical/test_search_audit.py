@@ -494,8 +494,8 @@ def test_exact_release_with_public_validation_rows_passes_a_training_row_audit_a
     """sensitive="training" spends nothing on the validation role (issue 40): the selection and the score are
     post-processing of the DP fits. Audited on a *training* row (row 0's label flipped) against the search's whole
     claim, the training role's (epsilon, delta) (two Gaussian fits at per-fit epsilon 1, delta 1e-6; the overall
-    equals it, the validation role having spent 0). Twin: the solver adds a twentieth of the noise its fits declare.
-    1000 runs per side at 99.9 %."""
+    equals it, the validation role having spent 0): (1.29, 1e-5). Twin: the solver adds a twentieth of the noise its
+    fits declare. 1000 runs per side at 99.9 %; measured when written: real 0.0, twin 2.33."""
     y = (np.r_[-np.ones(M // 2), np.ones(M // 2)] > 0).astype(int)
     y2 = y.copy()
     y2[0] = 1
