@@ -3,7 +3,7 @@
 The search space, the data tables and the targets are checked for their number
 of dimensions, rows and columns (public under replace-one); every message names
 the argument and its shape, never a value. Also the public candidate key and the
-bound on the number of distinct candidates. Used by ``_config.py`` and ``_search.py``.
+bound on the number of distinct candidates. Used by ``_config.py``, ``_method_setup.py`` and ``_search.py``.
 """
 
 from __future__ import annotations
