@@ -133,11 +133,11 @@ def test_fit_charges_exactly_what_opacus_accounts_for_the_same_run():
         # Opacus's own calibration for the same target lands on about the same noise (privtune's a little more:
     # its chord between integer orders, see test_add_remove_event_matches_opacus_rdp_accountant).
         nm = get_noise_multiplier(target_epsilon=3.0, target_delta=1e-5, sample_rate=clf.sample_rate_,
-                                  steps=clf.n_iter_, accountant="rdp", epsilon_tolerance=0.001)
+                                  steps=clf.n_iter_, accountant="rdp")
     assert theirs * (1 - 1e-3) <= clf.privacy_spent_.epsilon <= 1.05 * theirs
     assert acc.spent.epsilon == pytest.approx(clf.privacy_spent_.epsilon)
     assert clf.privacy_spent_.epsilon <= 3.0
-    assert nm * (1 - 2e-3) <= clf.noise_multiplier_ <= 1.05 * nm, (clf.noise_multiplier_, nm)
+    assert 0.98 * nm <= clf.noise_multiplier_ <= 1.05 * nm, (clf.noise_multiplier_, nm)  # Opacus's tolerance 0.01
 
 
 def test_effective_rate_is_the_exact_inclusion_probability():
@@ -223,11 +223,14 @@ def test_public_refusals_spend_nothing(case):
 
 
 def test_import_privtune_without_opacus_and_fit_asks_for_the_extra():
+    """With Opacus absent, privtune imports, and fit asks for the extra before any charge; importing the
+    package imports neither torch nor Opacus (one subprocess for both)."""
     code = (
-        "import sys; sys.modules['opacus'] = None\n"
+        "import sys\n"
         "import numpy as np, privtune, privtune.neural_network as nn\n"
+        "print('opacus' in sys.modules, 'torch' in sys.modules)\n"
+        "sys.modules['opacus'] = None\n"
         "from privtune.accounting import Accountant, Budget\n"
-        "assert 'opacus' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
         "acc = Accountant(Budget(1.0, 1e-6))\n"
         "try:\n"
         "    nn.DPSGDClassifier(classes=[0, 1], accountant=acc).fit(np.zeros((10, 2)), np.arange(10) % 2)\n"
@@ -235,14 +238,8 @@ def test_import_privtune_without_opacus_and_fit_asks_for_the_extra():
         "    assert 'privtune[dpsgd]' in str(e) and len(acc.entries) == 0; print('ok')\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
-
-
-def test_importing_the_package_imports_neither_torch_nor_opacus():
-    code = ("import sys, privtune, privtune.neural_network, privtune.model_selection\n"
-            "print('torch' in sys.modules, 'opacus' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.stdout.split()[1] == "False", out.stdout + out.stderr[-2000:]
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["False", "False", "ok"], out.stdout
 
 
 # ----------------------------------------------------------------------------- rows never refused after the charge
