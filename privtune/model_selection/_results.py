@@ -2,7 +2,8 @@
 
 :class:`_SearchResultsMixin` builds ``cv_results_`` (released scores and ranks,
 never a raw score), ``privacy_spent_`` per role, the report dictionary and the
-``report_`` property. ``_search.py`` holds the search, ``_config.py`` its set-up.
+``report_`` property, ``score`` (non-private, on data you hold), ``feature_names_in_`` and the metadata routing
+of ``fit``'s parameters. ``_search.py`` holds the search, ``_config.py`` its set-up.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from privtune.accounting import Accountant, Budget
+from privtune.exceptions import InvalidParameterError
 from privtune.model_selection._plan import SearchPlan
 
 
@@ -112,3 +114,46 @@ class _SearchResultsMixin:
             "guarantee": release.guarantee,
             "seed_policy": release.seed_policy,
         }
+
+    def score(self, X: Any, y: Any = None, **params: Any) -> float:
+        """Score ``best_estimator_`` on ``(X, y)`` with the search's scorer (clipped to its bounds).
+
+        This is an ordinary, **non-private** evaluation of data you hold (e.g. a
+        test set): nothing is released or charged, and the estimator's errors
+        propagate, as with scikit-learn's searches. Publishing the value is a
+        release of ``(X, y)`` that privtune does not account for.
+        """
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self)
+        if params:
+            raise InvalidParameterError("PrivateSearchCV.score takes no extra parameters.")
+        if not hasattr(self, "best_estimator_"):
+            raise InvalidParameterError("PrivateSearchCV.score needs refit=True (a fitted best_estimator_).")
+        return self.scorer_.score_public(self.best_estimator_, X, y)
+
+    def get_metadata_routing(self) -> Any:
+        """How ``fit``'s parameters are routed when scikit-learn's metadata routing is enabled.
+
+        To the estimator's ``fit`` only (what it requests, e.g.
+        ``estimator.set_fit_request(sample_weight=True)``), sliced with the rows
+        of every fit. Nothing is routed to the scorer (privtune's scores on the
+        sensitive validation rows are unweighted: a weighted score's
+        sensitivity would depend on the weights) nor to a splitter (``groups``
+        is the search's own parameter: ``prescreen``'s screening folds).
+
+        Returns
+        -------
+        sklearn.utils.metadata_routing.MetadataRouter
+        """
+        from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
+
+        return MetadataRouter(owner=self).add(estimator=self.estimator,
+                                              method_mapping=MethodMapping().add(caller="fit", callee="fit"))
+
+    def _set_feature_names(self) -> None:
+        """``feature_names_in_`` as scikit-learn's searches set it: ``best_estimator_``'s, when it has them."""
+        self.__dict__.pop("feature_names_in_", None)  # a previous fit's must not outlive this one
+        best = getattr(self, "best_estimator_", None)
+        if best is not None and hasattr(best, "feature_names_in_"):
+            self.feature_names_in_ = best.feature_names_in_

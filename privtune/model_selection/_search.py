@@ -31,7 +31,7 @@ from typing import Any
 from sklearn.model_selection._search import BaseSearchCV
 
 from privtune.accounting import Accountant
-from privtune.exceptions import InvalidParameterError
+from privtune.exceptions import InvalidParameterError  # noqa: F401 - importable from here, as before the split
 from privtune.logging import get_logger
 from privtune.model_selection._config import _SearchConfigMixin
 
@@ -455,52 +455,9 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         self.callbacks = callbacks
         self.verbose = verbose
 
-    def score(self, X: Any, y: Any = None, **params: Any) -> float:
-        """Score ``best_estimator_`` on ``(X, y)`` with the search's scorer (clipped to its bounds).
-
-        This is an ordinary, **non-private** evaluation of data you hold (e.g. a
-        test set): nothing is released or charged, and the estimator's errors
-        propagate, as with scikit-learn's searches. Publishing the value is a
-        release of ``(X, y)`` that privtune does not account for.
-        """
-        from sklearn.utils.validation import check_is_fitted
-
-        check_is_fitted(self)
-        if params:
-            raise InvalidParameterError("PrivateSearchCV.score takes no extra parameters.")
-        if not hasattr(self, "best_estimator_"):
-            raise InvalidParameterError("PrivateSearchCV.score needs refit=True (a fitted best_estimator_).")
-        return self.scorer_.score_public(self.best_estimator_, X, y)
-
     # sklearn's BaseSearchCV hook; the search is run by fit itself.
     def _run_search(self, evaluate_candidates: Any) -> None:  # pragma: no cover
         raise NotImplementedError("PrivateSearchCV runs its own private search in fit().")
-
-    def get_metadata_routing(self) -> Any:
-        """How ``fit``'s parameters are routed when scikit-learn's metadata routing is enabled.
-
-        To the estimator's ``fit`` only (what it requests, e.g.
-        ``estimator.set_fit_request(sample_weight=True)``), sliced with the rows
-        of every fit. Nothing is routed to the scorer (privtune's scores on the
-        sensitive validation rows are unweighted: a weighted score's
-        sensitivity would depend on the weights) nor to a splitter (``groups``
-        is the search's own parameter: ``prescreen``'s screening folds).
-
-        Returns
-        -------
-        sklearn.utils.metadata_routing.MetadataRouter
-        """
-        from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping
-
-        return MetadataRouter(owner=self).add(estimator=self.estimator,
-                                              method_mapping=MethodMapping().add(caller="fit", callee="fit"))
-
-    def _set_feature_names(self) -> None:
-        """``feature_names_in_`` as scikit-learn's searches set it: ``best_estimator_``'s, when it has them."""
-        self.__dict__.pop("feature_names_in_", None)  # a previous fit's must not outlive this one
-        best = getattr(self, "best_estimator_", None)
-        if best is not None and hasattr(best, "feature_names_in_"):
-            self.feature_names_in_ = best.feature_names_in_
 
     # -- fit -------------------------------------------------------------------------------
     def fit(self, X: Any, y: Any = None, *, X_val: Any = None, y_val: Any = None, X_proxy: Any = None,
