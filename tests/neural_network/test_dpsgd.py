@@ -418,3 +418,25 @@ def test_sklearn_compatible(estimator, check):
         check(estimator)
     finally:
         np.random.set_state(state)
+
+
+def test_check_fit_plan_refuses_from_public_sizes_what_fit_would():
+    """What a search calls before it prepays its fits: the same public refusals, nothing spent or read."""
+    DPSGDClassifier(small_mlp, classes=[0, 1], **FAST)._check_fit_plan(160, 3)
+    DPSGDClassifier(small_mlp, **FAST)._check_fit_plan(160, 3)  # classes read later: the module is checked then
+    with pytest.raises(InvalidParameterError, match="must give 2 output"):
+        DPSGDClassifier(_instance(3, 5), classes=[0, 1], **FAST)._check_fit_plan(160, 3)
+    with pytest.raises(InvalidParameterError, match="above the per-fit epsilon"):
+        DPSGDRegressor(noise_multiplier=0.2, epsilon=1.0, **FAST)._check_fit_plan(160, 3)
+
+
+def test_labels_read_after_the_charge_and_add_remove_accountant_by_default():
+    X, y = _digits(200)
+    clf = DPSGDClassifier(small_mlp, relation="add_remove", epsilon=4.0, random_state=0, **FAST).fit(X, y)
+    assert list(clf.classes_) == list(range(10)) and clf.predict_proba(X[:2]).shape == (2, 10)
+    assert clf.accountant_.relation == "add_remove" and clf.__privtune_tags__().relation == "add_remove"
+    assert isinstance(clf.privacy_event_, SelfComposedEvent)
+    acc = Accountant(Budget(1.0, 1e-6))
+    with pytest.raises(InvalidParameterError, match="must give 10 output"):  # found after the charge (documented)
+        DPSGDClassifier(_instance(64, 3), accountant=acc, random_state=0, **FAST).fit(X, y)
+    assert len(acc.entries) == 1
