@@ -345,7 +345,7 @@ def main(argv=None):
               "pure eps_BT amplified and converted with Bun & Steinke's bound; Renyi filter at one order a* (zCDP "
               "filter for the full batch); the initial budgets are calibrated so that 50 iterations fill the cap.",
               "- Without replacement (replace-one), dp-accounting's sampled-Gaussian RDP is only used up to order 128 "
-              "(numerically unstable above: see privtune/optim/_line_search_accounting.py, MAX_WOR_ORDER); at "
+              "(numerically unstable above: see privtune/optim/line_search/_costs.py, MAX_WOR_ORDER); at "
               "delta = 1e-8 that makes eps = 0.05 infeasible for every without-replacement method (no order <= 128 "
               "converts to it). The full batch and Poisson (add/remove) have no such limit.",
               "- Poisson rows are under add/remove (the paper's unit): half the sensitivity of replace-one, so they "
