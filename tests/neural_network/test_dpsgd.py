@@ -440,3 +440,65 @@ def test_labels_read_after_the_charge_and_add_remove_accountant_by_default():
     with pytest.raises(InvalidParameterError, match="must give 10 output"):  # found after the charge (documented)
         DPSGDClassifier(_instance(64, 3), accountant=acc, random_state=0, **FAST).fit(X, y)
     assert len(acc.entries) == 1
+
+
+# ----------------------------------------------------------------------------- odd entries (as in test_privacy_edges)
+class _NALike:
+    """A label like pandas.NA: ``==`` returns itself and ``bool()`` of it raises."""
+
+    __hash__ = None
+
+    def __eq__(self, other):
+        return self
+
+    def __ne__(self, other):
+        return self
+
+    def __bool__(self):
+        raise TypeError("boolean value of NA is ambiguous")
+
+
+class _BadFloat:
+    """An entry whose ``__float__`` raises an exception numpy does not expect."""
+
+    def __float__(self):
+        raise ZeroDivisionError("SENTINEL-ALICE-7731")
+
+
+def _weights(est) -> np.ndarray:
+    return np.concatenate([v.detach().numpy().ravel() for v in est.module_.state_dict().values()])
+
+
+@pytest.mark.parametrize("label", [_NALike(), np.array([1, 2]), 7, "SENTINEL-ALICE-7731"],
+                         ids=["na-like", "nested-array", "other-class", "string"])
+def test_one_label_outside_the_declared_classes_drops_only_its_row(label):
+    X, y = _blobs(120)
+    y_odd = y.astype(object)
+    y_odd[3] = label
+    y_ref = y.copy()
+    y_ref[3] = 5  # outside {0, 1}: its row contributes nothing
+    est = DPSGDClassifier(small_mlp, epsilon=5.0, classes=[0, 1], random_state=0, **FAST)
+    acc = Accountant(Budget(10.0, 1e-5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = clone(est).set_params(accountant=acc).fit(X, y_odd)
+    assert len(acc.entries) == 1
+    np.testing.assert_array_equal(_weights(got), _weights(clone(est).fit(X, y_ref)))
+
+
+@pytest.mark.parametrize("cell", [1j, [0.1, 0.2], "SENTINEL-ALICE-7731", _BadFloat()],
+                         ids=["complex", "sequence", "string", "bad-float"])
+def test_any_odd_cell_counts_as_nan(cell):
+    X, y = _blobs(120)
+    X_nan = X.copy()
+    X_nan[2, 1] = np.nan
+    est = DPSGDClassifier(small_mlp, epsilon=5.0, classes=[0, 1], random_state=0, **FAST)
+    ref = _weights(clone(est).fit(X_nan, y))
+    for table in (X.astype(object), X.tolist()):
+        table[2][1] = cell
+        acc = Accountant(Budget(10.0, 1e-5))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = clone(est).set_params(accountant=acc).fit(table, y.tolist())
+        np.testing.assert_array_equal(_weights(got), ref)
+        assert len(acc.entries) == 1
