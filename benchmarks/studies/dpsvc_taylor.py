@@ -52,7 +52,8 @@ GAMMAS = (0.3, 1.0, 3.0)
 # the balance and the centring, added later, are measured in dpsvc_column_balance.py.
 _AS_COMPARED = dict(features="taylor", column_balance=0.0, reference_norm=None)
 #: The cap on the steps and the horizon floor of every fit here: DPSVC's defaults when these results were stored
-#: (since 2026-11-27 they are 1000 and 0.5, which change only the cells where the noise is small; docs/trainers.md).
+#: (since 2026-11-27 they are 1000 and 0.5, which change only the cells where the noise is small:
+#: benchmarks/results/trainers_guide_notes.md for the cap, benchmarks/results/dpsvc_horizon_floor.md for the floor).
 MAX_ITER = 100
 HORIZON_FLOOR = 0.0
 VARIANTS = {"fourier": dict(features="fourier"),

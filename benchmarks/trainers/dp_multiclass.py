@@ -2,9 +2,10 @@
 
 Each estimator fits one weight vector per class in one run with the fit's whole budget: ``DPLogisticRegression`` a
 multinomial (softmax) model, ``DPLinearSVC`` and ``DPSVC`` Crammer & Singer's hinge smoothed by a softmax. A
-K-class fit costs exactly what a binary fit costs (docs/trainers.md). Data (nothing downloaded): iris (3
-classes), wine (3), digits (10), a 4-class synthetic set of 5 000 rows and a 5-class one of 20 000 rows
-(``make_classification``, 20 features); rows standardised and scaled to unit L2 norm; 70/30 stratified split.
+K-class fit costs exactly what a binary fit costs (docs/trainers.md, "Parameters and defaults"). Data (nothing
+downloaded): iris (3 classes), wine (3), digits (10), a 4-class synthetic set of 5 000 rows and a 5-class one of
+20 000 rows (``make_classification``, 20 features); rows standardised and scaled to unit L2 norm; 70/30 stratified
+split.
 Budgets ε ∈ {0.1, 0.3, 1, 3, 10} per fit, δ = 1e-6; median test accuracy over the noise seeds.
 
 Peers, measured in the same run:

@@ -65,10 +65,10 @@ _COMMON_PARAMS_DOC = """
         ``"paper"``: Kuru et al.'s ``T*`` minimising their bound with
         ``mu = 1 / (C n)``, last iterate; faithful. It picks one or a few steps
         at per-fit epsilon <= 1 on a few hundred rows; with rows clipped in L2
-        that still learns (breast cancer, epsilon = 1: 0.912 against 0.918 for
-        ``"auto"``, 9 seeds), but on 14 000 rows at epsilon = 0.3 it trailed
-        ``"auto"`` by 1.6 points (docs/trainers.md). privtune's default deviates
-        from the paper here.
+        that still learns (breast cancer, epsilon = 1: 0.918 against 0.924 for
+        ``"auto"``, 25 seeds), but on 14 000 rows at epsilon = 0.3 it trailed
+        ``"auto"`` by 1.0 point (``benchmarks/results/dp_trainer_defaults.md``).
+        privtune's default deviates from the paper here.
     C : float in (0, inf), default=1.0
         Inverse regularisation strength, as in scikit-learn: the objective is
         ``C * sum(loss) + ||w||^2 / 2``, i.e. the mean loss plus
@@ -135,7 +135,8 @@ _COMMON_PARAMS_DOC = """
         batch only (``batch_size=None``). ``"laplace"``: the paper's pure
         epsilon-DP method (L1 sensitivity; mini-batches allowed). The default
         is Gaussian because it is the more accurate on the project's benchmark
-        (it meets the accuracy targets the Laplace runs miss, docs/trainers.md).
+        (it meets the accuracy targets the Laplace runs miss,
+        ``benchmarks/results/dp_logreg_peers.md``).
     delta : float in (0, 1), default=1e-6
         The delta of the default Gaussian noise; validated but unused with
         ``noise="laplace"``."""
@@ -231,7 +232,7 @@ class DPLogisticRegression(_ClippedLinearMixin, _LogisticProbaMixin, _DPMarginCl
 
     (epsilon, delta)-DP by default, with exact Gaussian noise on the gradients
     (privtune's extension of the paper, at ``delta = 1e-6``), which is the more
-    accurate on the benchmark in ``docs/trainers.md``; ``noise="laplace"``
+    accurate on the benchmark in ``benchmarks/results/dp_logreg_peers.md``; ``noise="laplace"``
     gives the paper's pure epsilon-DP method. The loss derivative is clipped
     at ``max_slope = 1/2`` by default (privtune's extension; ``max_slope=1``
     is the paper's logistic loss).

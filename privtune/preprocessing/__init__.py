@@ -8,7 +8,8 @@
 
 Which other pipeline steps a search with sensitive training rows accepts
 (stateless transformers, transformers fitted on public data and frozen) is
-described in ``docs/trainers.md`` ("Pipelines with sensitive training rows").
+described in ``docs/trainers.md`` ("Scaling the features, and pipelines with
+sensitive training rows").
 """
 
 from privtune.preprocessing._scaler import DPStandardScaler

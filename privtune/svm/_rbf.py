@@ -59,7 +59,7 @@ public, data-independent map, so the privacy analysis is the same as for the
 random features. ``features="auto"`` (the default) takes it when the training
 set has at least 4 rows per column of it (and, with an explicit integer
 ``n_components``, at most that many columns). The threshold is measured, not
-derived (``benchmarks/studies/dpsvc_taylor_threshold.py``, docs/trainers.md): with the
+derived (``benchmarks/results/dpsvc_taylor_threshold.md``): with the
 column balance and the centring below, the Taylor map beat the random features
 by 3.1 points on average over the 105 cells (gamma 0.3 / 1 / 3, epsilon 0.1 to
 10) of the seven development tasks with 4 to 20 rows per column (71 better, 10
@@ -77,8 +77,9 @@ moves the blocks' weights towards their column counts
 (``privtune/svm/_taylor.py``); ``"auto"`` (the default) sets beta from the
 run's public noise-to-signal ratio, 0 in the noisy regime and up to 0.75 once
 the noise is small (:func:`auto_column_balance`). With the centring, on 14 000
-synthetic rows of 20 features at epsilon = 1: 0.945 against 0.927 without
-either (``benchmarks/studies/dpsvc_column_balance.py``, docs/trainers.md). It moves the
+synthetic rows of 20 features at epsilon = 1: 0.946 against 0.927 without
+either (5 seeds, ``benchmarks/results/dpsvc_column_balance.md``; 0.945 over 25
+seeds at today's defaults, ``benchmarks/results/dp_trainer_defaults.md``). It moves the
 kernel with epsilon, so at a strong regularisation the accuracy can fall as
 epsilon grows: raw ``make_circles`` rows at C = 0.01, gamma = 1, 0.984 at
 epsilon = 0.1 and 0.974 at 1 (``benchmarks/trainers/dp_svm_accuracy.py``).
@@ -134,7 +135,9 @@ TAYLOR_ROWS_PER_FEATURE = 4
 _MAX_TAYLOR_COLUMNS = 100_000
 
 #: ``column_balance="auto"``: the largest balance, reached when the noise-to-signal ratio is at most
-#: ``_BALANCE_QUIET``; none at ``_BALANCE_NOISY`` or above; log-linear in between (measured, docs/trainers.md).
+#: ``_BALANCE_QUIET``; none at ``_BALANCE_NOISY`` or above; log-linear in between (measured,
+#: ``benchmarks/results/dpsvc_column_balance.md``; the sweep of beta that chose the two constants is described in
+#: ``benchmarks/results/trainers_guide_notes.md``).
 COLUMN_BALANCE_MAX = 0.75
 _BALANCE_NOISY = 0.1
 _BALANCE_QUIET = 0.01
@@ -211,7 +214,8 @@ class DPSVC(_DPMarginClassifier):
         clips them to norm ``r``. 1 suits rows scaled to unit norm, the convention
         of privtune's linear DP estimators. Measured at the defaults against the
         plain map (``None``, the map before this release) in
-        ``docs/trainers.md``.
+        ``benchmarks/results/dpsvc_features.md`` (the random features alone:
+        ``benchmarks/results/dpsvc_features_fourier.md``).
     epsilon : float in (0, inf), default=1.0
         Privacy budget of one ``fit`` (with ``delta`` below for the default
         Gaussian noise; pure DP with ``noise="laplace"``).
@@ -237,7 +241,9 @@ class DPSVC(_DPMarginClassifier):
         rows per column of it, else ``"fourier"``; a function of the public
         sizes ``n`` and ``d`` only; an explicit integer ``n_components`` also
         caps the Taylor map's columns under ``"auto"`` (more columns: the
-        random features, as many as asked). Measured in ``docs/trainers.md``.
+        random features, as many as asked). Measured in
+        ``benchmarks/results/dpsvc_taylor.md`` and
+        ``benchmarks/results/dpsvc_taylor_threshold.md``.
     degree : int in [1, 10] or "auto", default="auto"
         Top degree ``K`` of the Taylor map. ``"auto"``: the largest ``K`` in
         [2, 8] whose map has at most as many columns as the random-feature
@@ -254,7 +260,7 @@ class DPSVC(_DPMarginClassifier):
         ratio (``nm`` the Gaussian noise multiplier of ``(epsilon, delta)``):
         0 in the noisy regime, 0.75 once the noise is small; 0 with
         ``noise="laplace"`` (not measured). Public quantities only. Measured
-        in ``docs/trainers.md``.
+        in ``benchmarks/results/dpsvc_column_balance.md``.
     horizon_floor : float in [0, 1e6], default=0.5
         With ``horizon="auto"`` and Gaussian noise, at least
         ``horizon_floor / r`` steps (``r`` the run's noise-to-signal ratio, as
@@ -264,7 +270,7 @@ class DPSVC(_DPMarginClassifier):
         kernel maps' many small columns still gain from more steps; 0 is the
         linear models' rule (privtune's, not the paper's). Privacy-neutral:
         the run's cost does not depend on its number of steps. Measured in
-        ``benchmarks/studies/dpsvc_horizon_floor.py`` (``docs/trainers.md``).""" + \
+        ``benchmarks/results/dpsvc_horizon_floor.md``.""" + \
         _COMMON_PARAMS_DOC.replace("""
     C : float in (0, inf), default=1.0
         Inverse regularisation strength, as in scikit-learn""", """
@@ -291,7 +297,8 @@ class DPSVC(_DPMarginClassifier):
         linear models' 100 because the kernel maps have hundreds of columns:
         the cap of 100 stopped the rule at 14 000 rows from ``epsilon = 10``
         and at 35 000 rows from ``epsilon = 3``, where more steps gained 0.15,
-        0.7 and 1.7 points (``docs/trainers.md``).""") + """
+        0.7 and 1.7 points (25 seeds; ``benchmarks/results/trainers_guide_notes.md``,
+        "Parameters of ``DPLogisticRegression``, ``DPLinearSVC`` and ``DPSVC``").""") + """
 
     Attributes
     ----------""" + _COMMON_ATTRS_DOC + """

@@ -215,7 +215,8 @@ def test_dpsvc_taylor_map_learns_under_laplace_noise_at_small_epsilon():
 def test_dpsvc_horizon_rule_is_not_stopped_at_100_steps():
     """``DPSVC``'s ``max_iter`` is 1000 (the linear models' is 100): its maps have hundreds of columns, so once the
     noise is small its horizon rule wants more than 100 steps, and the old cap stopped it there (measured at 14 000
-    and 35 000 rows from epsilon = 3 to 10: 0.15 to 1.7 points lost, ``docs/trainers.md``). And its
+    and 35 000 rows from epsilon = 3 to 10: 0.15 to 1.7 points lost,
+    ``benchmarks/results/trainers_guide_notes.md``). And its
     ``horizon_floor=0.5`` runs at least ``0.5 / r`` steps there. 3 500 rows of 20 features, 100 random features and
     the 20 of the linear share (121 coefficients with the intercept), epsilon = 30: the rule runs the steps
     ``auto_horizon`` gives from the public ratio, more than 100 and at most its own cap ``2 d``, and is no worse

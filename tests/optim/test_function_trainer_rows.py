@@ -4,9 +4,9 @@
 (a non-finite entry or one that is not a number counts as 0, a bad label makes the zero row, a row over the bound is
 clipped, a non-finite per-example gradient of a custom objective counts as zero and a NaN loss as ``clip_obj``), so
 whether they return cannot depend on a row. The one row-dependent refusal left is ``clip="raise"``, a release made on
-purpose (documented in the functions' docstrings and docs/trainers.md); it happens after the charge, never before.
-The case that still raised after the charge before this release (an iterate beyond float32's range) is in
-``test_row_storage_range.py``.
+purpose (documented in the functions' docstrings and docs/trainers.md, "Limits and edges"); it happens after the
+charge, never before. The case that still raised after the charge before this release (an iterate beyond float32's
+range) is in ``test_row_storage_range.py``.
 """
 
 from __future__ import annotations

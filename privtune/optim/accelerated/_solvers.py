@@ -382,7 +382,8 @@ def dp_accelerated(
         ``horizon_floor / r`` steps (rounded, still at most the cap), which
         lengthens the rule's horizon only where the noise is small
         (``r < (horizon_floor / 5)**2``). Public; privacy-neutral. ``DPSVC``
-        passes 0.5 (privtune's choice, measured in ``docs/trainers.md``).
+        passes 0.5 (privtune's choice, measured in
+        ``benchmarks/results/dpsvc_horizon_floor.md``).
     budget_share : float in (0, 1], default=1.0
         The share of the budget of ``(epsilon, delta)`` this run spends, for
         runs released together on the same rows (e.g. one-vs-rest fits of a
