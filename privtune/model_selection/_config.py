@@ -60,6 +60,7 @@ from privtune.model_selection._splitting import (  # noqa: F401 - re-exported
 )
 from privtune.model_selection._training import (
     check_training_estimator,
+    declares_by_size,
     estimator_accountant,
     per_fit_event,
     public_fit_accountants,
@@ -91,6 +92,15 @@ class _SearchConfigMixin(_MethodSetupMixin, _SplitMixin):
         return "random"
 
     # -- validation --------------------------------------------------------------------
+    def _check_stopping_run(self, one_fit: Any, one_budget: Budget) -> None:
+        """Refuse random stopping over fits whose event has neither a pure epsilon nor an RDP curve (public)."""
+        if not (one_budget.delta == 0 or has_rdp_curve(one_fit)) or one_fit.is_conditional():
+            raise InvalidParameterError(
+                "Random stopping (Papernot & Steinke) bounds runs whose training event is pure epsilon-DP or "
+                "has an RDP curve privtune can evaluate at every order (e.g. the default Gaussian fits), but "
+                f"{type(self.estimator).__name__} declares a {type(one_fit).__name__} "
+                f"({one_fit.label or 'unlabelled'}), which has neither. Use selection='exponential'.")
+
     def _validate_params(self) -> SearchSettings:  # noqa: C901 - one flat list of checks
         """The parameters checked, in one flat list, before any input is seen (:class:`SearchSettings`)."""
         owner = "PrivateSearchCV"
@@ -216,12 +226,10 @@ class _SearchConfigMixin(_MethodSetupMixin, _SplitMixin):
                     "'secure'. Leave the estimator's random_state=None (each fit then draws secure noise), or seed "
                     "the search too (a reproducible run, labelled not for release). Nothing was read or spent.")
             if checked["stopping"]:
-                if not (one_budget.delta == 0 or has_rdp_curve(one_fit)) or one_fit.is_conditional():
-                    raise InvalidParameterError(
-                        "Random stopping (Papernot & Steinke) bounds runs whose training event is pure epsilon-DP or "
-                        "has an RDP curve privtune can evaluate at every order (e.g. the default Gaussian fits), but "
-                        f"{type(self.estimator).__name__} declares a {type(one_fit).__name__} "
-                        f"({one_fit.label or 'unlabelled'}), which has neither. Use selection='exponential'.")
+                # An estimator whose declaration depends on the rows' number (DP-SGD, the MLP) declares the exact
+                # event once one split fixes it (fit's _plan): checked there (with cv, here, size-free)
+                if self.cv is not None or not declares_by_size(self.estimator):
+                    self._check_stopping_run(one_fit, one_budget)
                 if "run_event" in (self.method_params or {}):
                     raise InvalidParameterError(
                         "Do not pass method_params['run_event'] with sensitive training data: the search takes each "

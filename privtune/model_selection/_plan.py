@@ -61,6 +61,10 @@ class SearchSettings:
         One fit's declared event; sensitive training rows only.
     one_fit_budget : Budget or None
         Its budget; sensitive training rows only.
+    fit_rows : int or None
+        The (public) number of rows every fit on sensitive training rows reads, when one split fixes it and the
+        estimator's declaration depends on it (``_fit_privacy_event(n_samples=...)``: DP-SGD, the MLP): ``one_fit``
+        is then the exact event of a fit on that many rows. ``None`` otherwise (the size-free declaration).
     public_fit_accountants : dict
         With public training rows, the estimator's accountants (by parameter name) that no fit charges; empty
         otherwise.
@@ -83,6 +87,7 @@ class SearchSettings:
     own_accountant: Any = None
     one_fit: Any = None
     one_fit_budget: Any = None
+    fit_rows: int | None = None
     public_fit_accountants: Mapping[str, Any] = field(default_factory=dict)
 
 

@@ -29,7 +29,9 @@ from privtune.model_selection._plan import SearchData, SearchPlan, SearchRun, Se
 from privtune.model_selection._proxy import check_proxy
 from privtune.model_selection._scoring import BoundedScorer
 from privtune.model_selection._training import (
+    declares_by_size,
     is_pipeline,
+    per_fit_event,
     public_probe,
     refuse_spent_training_study,
     without_accountants,
@@ -102,6 +104,7 @@ class _SearchPlanningMixin:
         if scorer.aggregate == "balanced":  # the score averages over at least the K its sensitivity assumes
             scorer = scorer.with_n_classes(n_classes)
         m, n_train, sensitivity = self._sizes(settings, scorer, n_classes, data)
+        settings = self._sized_fit(settings, n_train)  # one split: the exact event of a fit on n_train rows
         self.score_sensitivity_ = sensitivity
         budget, train_budget = self._role_budgets(settings)  # with cv the roles overlap: split, compose at the end
         # Everything that can refuse the configuration runs before a study row is created (and before any data).
@@ -117,6 +120,27 @@ class _SearchPlanningMixin:
         return SearchPlan(settings=settings, source=source, fit_estimator=fit_estimator, ships=ships, scorer=scorer,
                           n_classes=n_classes, n_validation=m, n_train=n_train, sensitivity=sensitivity,
                           budget=budget, train_budget=train_budget, method=method, training_probe=probe), data
+
+    def _sized_fit(self, settings: SearchSettings, n_train: int) -> SearchSettings:
+        """With sensitive training rows and one split, one fit's declared event at the training part's size.
+
+        An estimator whose declaration depends on the number of rows (:func:`declares_by_size`: DP-SGD, the MLP)
+        declares a size-free bound before the rows are known (``privacy_plan``, ``_validate_params``); every fit
+        of a one-split search reads exactly ``n_train`` rows (public), so the plan charges the exact event of such
+        a fit instead (at most the bound, and an RDP curve that composes and that random stopping can use). With
+        ``cv`` the folds' sizes differ by a row and the size-free bound stays.
+
+        Raises
+        ------
+        InvalidParameterError
+            Random stopping over an event it cannot bound, before anything is read or spent.
+        """
+        if settings.one_fit is None or settings.cv is not None or not declares_by_size(self.estimator):
+            return settings
+        one_fit, one_budget = per_fit_event(self.estimator, n_train)
+        if settings.stopping:
+            self._check_stopping_run(one_fit, one_budget)
+        return replace(settings, one_fit=one_fit, one_fit_budget=one_budget, fit_rows=int(n_train))
 
     def _sizes(self, settings: SearchSettings, scorer: BoundedScorer, n_classes: int,
                data: SearchData) -> tuple[int, int, float]:

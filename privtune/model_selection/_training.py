@@ -79,6 +79,7 @@ from privtune.model_selection._training_accounting import (  # noqa: F401 - re-e
     charge_training_plan,
     check_candidate_costs,
     check_candidate_plans,
+    declares_by_size,
     fit_epsilon_param,
     floor_digits,
     is_finite_budget,
@@ -246,7 +247,7 @@ class _TrainingRoleMixin:
         def fits(eps: float) -> bool:
             try:
                 trial = clone(self.estimator).set_params(**{key: eps})
-                one_fit = per_fit_event(trial)[0]
+                one_fit = per_fit_event(trial, settings.fit_rows)[0]
                 event = (method.selection_event(one_fit, label="best of a secret number of DP fits")
                          if settings.stopping else None)
                 plan = training_plan(one_fit, n_fits=n_fits or 0, refit=refit_fit, stopping_event=event)
@@ -286,7 +287,7 @@ class _TrainingRoleMixin:
         if self.sensitive == "validation":
             return None, [], None
         one_fit, one_budget = settings.one_fit, settings.one_fit_budget
-        check_candidate_costs(self.estimator, candidates, one_fit, one_budget)
+        check_candidate_costs(self.estimator, candidates, one_fit, one_budget, n_samples=settings.fit_rows)
         n_evals = method.max_evaluations(candidates)
         stopping = settings.stopping
         n_fits = None if stopping else n_evals * n_folds

@@ -11,6 +11,7 @@ quantities, before any row is read.
 
 from __future__ import annotations
 
+import inspect
 import math
 import threading
 from typing import Any
@@ -192,14 +193,34 @@ def charge_training_plan(acc: Accountant, plan: list[tuple[PrivacyEvent, str]], 
         raise LedgerError(note) from exc
 
 
-def per_fit_event(estimator: Any) -> tuple[PrivacyEvent, Budget]:
+def declares_by_size(estimator: Any) -> bool:
+    """Whether the estimator's (or a pipeline's DP steps') declared fit depends on the number of rows (public).
+
+    Such an estimator's ``_fit_privacy_event`` takes ``n_samples`` and, without it, returns a size-free bound
+    (privtune's DP-SGD and MLP classifiers: their sampling rate and step count follow ``n``).
+    """
+    if is_pipeline(estimator):
+        return any(declares_by_size(step) for _, kind, step in training_steps(estimator) if kind in ("dp", "final"))
+    method = getattr(estimator, "_fit_privacy_event", None)
+    if method is None:
+        return False
+    try:
+        return "n_samples" in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def per_fit_event(estimator: Any, n_samples: int | None = None) -> tuple[PrivacyEvent, Budget]:
     """The declared event of one fit and its (epsilon, delta) at the estimator's delta (public).
 
     For a pipeline (:func:`training_steps`): its DP steps' events in order, composed
-    (one step: that step's own), at the sum of the steps' deltas.
+    (one step: that step's own), at the sum of the steps' deltas. ``n_samples``: the number of rows every fit
+    reads, when public and fixed (one split); an estimator whose declaration depends on it
+    (:func:`declares_by_size`) then declares the exact event of a fit on that many rows.
     """
     if is_pipeline(estimator):
-        parts = [per_fit_event(step) for _, kind, step in training_steps(estimator) if kind in ("dp", "final")]
+        parts = [per_fit_event(step, n_samples) for _, kind, step in training_steps(estimator)
+                 if kind in ("dp", "final")]
         if len(parts) == 1:
             return parts[0]
         names = [name for name, kind, _ in training_steps(estimator) if kind in ("dp", "final")]
@@ -207,7 +228,8 @@ def per_fit_event(estimator: Any) -> tuple[PrivacyEvent, Budget]:
                               label=f"one fit of the pipeline's DP steps ({', '.join(names)})")
         delta = math.fsum(b.delta for _, b in parts)
         return event, compose_events([event], delta=delta)
-    event = estimator._fit_privacy_event()
+    event = (estimator._fit_privacy_event(n_samples=int(n_samples))
+             if n_samples is not None and declares_by_size(estimator) else estimator._fit_privacy_event())
     if not isinstance(event, PrivacyEvent):
         raise InvalidParameterError(
             f"{type(estimator).__name__}._fit_privacy_event() must return a privtune PrivacyEvent.")
@@ -273,7 +295,7 @@ def _bounded_by(event: PrivacyEvent, one_fit: PrivacyEvent, ticket: PrepaidFitAc
 
 
 def check_candidate_costs(estimator: Any, candidates: Any, one_fit: PrivacyEvent, one_budget: Budget,
-                          *, owner: str = "PrivateSearchCV") -> None:
+                          *, owner: str = "PrivateSearchCV", n_samples: int | None = None) -> None:
     """Refuse a search space holding a candidate the training plan does not cover (public, nothing spent).
 
     The training plan pays for every fit at the estimator's own declaration,
@@ -305,14 +327,14 @@ def check_candidate_costs(estimator: Any, candidates: Any, one_fit: PrivacyEvent
             check_training_estimator(candidate, owner=owner)
         except InvalidParameterError as exc:
             raise InvalidParameterError(f"{exc} (The search space's candidate {params} sets it.)") from None
-        event = per_fit_event(candidate)[0]
+        event = per_fit_event(candidate, n_samples)[0]
         try:
             if event == one_fit or event in cleared:
                 continue
         except TypeError:  # an unhashable event: checked every time
             pass
         if not _bounded_by(event, one_fit, ticket):
-            declared = per_fit_event(candidate)[1]
+            declared = per_fit_event(candidate, n_samples)[1]
             raise InvalidParameterError(
                 f"With sensitive training rows, every candidate fit is paid for at {name}'s own declaration "
                 f"(epsilon={one_budget.epsilon:.4g}, delta={one_budget.delta:.3g} for one fit, composed over the "

@@ -226,3 +226,33 @@ def test_the_report_says_the_candidates_were_ranked_on_proxy_rows():
     cands = s.report_.to_dict()["candidates"]
     assert "proxy rows" in cands["source"] and cands["proxy_screening"]["kept"] == 3
     assert "proxy" not in _search().fit(X_tr, y_tr, X_val=X_v, y_val=y_v).report_.to_dict()["candidates"]["source"]
+
+
+# ----------------------------------------------------------------------------- declarations that depend on n
+def test_a_one_split_search_charges_the_exact_event_of_a_fit_on_the_training_part():
+    """DP-SGD (and the MLP) declare a size-free (epsilon, delta) bound before the rows are known; a one-split search
+    knows every fit's row count (public), so it charges the exact RDP event: it composes, and random stopping takes
+    it (it refused the size-free bound)."""
+    pytest.importorskip("opacus")
+    import torch
+
+    from privtune.neural_network import DPSGDClassifier
+
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 4))
+    y = (X[:, 0] > 0).astype(int)
+    est = DPSGDClassifier(epsilon=1.0, delta=1e-6, classes=[0, 1], epochs=1, batch_size=32)
+    space = {"lr": Categorical([0.1, 0.5])}
+    for selection, event_kind in (("exponential", "SelfComposedEvent"), ("random-stopping", "RepeatAndSelectEvent")):
+        s = PrivateSearchCV(est, space, sensitive="training", epsilon=3.0, delta=1e-5, n_iter=2, random_state=0,
+                            validation_size=0.25, method_params={"selection": selection})
+        s.fit(X, y)
+        (entry,) = [e for e in s.ledger_ if e.role == "training"]
+        assert type(entry.event).__name__ == event_kind
+        assert entry.event.event == est._fit_privacy_event(n_samples=90)  # the 90 training rows of the split
+    plan = PrivateSearchCV(est, space, sensitive="training", epsilon=3.0, delta=1e-5, n_iter=2).privacy_plan(30)
+    assert plan["training_total"].epsilon == pytest.approx(2.0)  # without the rows: two size-free bounds, basic
+    exact = PrivateSearchCV(est, space, sensitive="training", epsilon=3.0, delta=1e-5, n_iter=2, random_state=0,
+                            validation_size=0.25).fit(X, y)
+    assert exact.privacy_spent_["training"].epsilon < 2.0  # the exact events compose below the plan's bound
