@@ -24,7 +24,7 @@ from privtune.model_selection._inputs import n_rows as count_rows
 from privtune.model_selection._inputs import params_at, rows
 from privtune.model_selection._plan import SearchData, SearchPlan
 from privtune.model_selection._progress import _Progress
-from privtune.model_selection._seeding import SCREEN, FitSeeder
+from privtune.model_selection._seeding import SCREEN, FitSeeder, keeps_random_states, unset_random_states
 
 __all__ = ["screen_on_public_rows"]
 
@@ -166,13 +166,18 @@ def screen_on_public_rows(plan: SearchPlan, data: SearchData, *, n_jobs: int | N
                  len(candidates), screening.folds, n_rows, screening.fits, screening.budget, screening.kept)
     seeder = FitSeeder(seeds, active=True)  # public rows: each fit's randomness from the stored seeds (_seeding)
     progress = _Progress(screening.fits, enabled=verbose >= 1, label=f"{label}: screening on public rows")
+    # The random_state parameters left at None, read once: a candidate that only sets plain values keeps them, and
+    # two deep get_params per fit cost as much as a small fit (the same seeds either way).
+    base = clone(estimator)
+    base_params, base_unset = base.get_params(deep=True), unset_random_states(base)
 
     def public_score(i: int) -> tuple[float, Any]:
         scores = []
         params = candidates[int(i)]
+        unset = base_unset if keeps_random_states(base_params, params) else None
         for f, (tr, va) in enumerate(folds):
             est = clone(estimator).set_params(**params)
-            seeder.seed(est, SCREEN, params, f)  # the fitted model is discarded: nothing to put back
+            seeder.seed(est, SCREEN, params, f, unset=unset)  # the fitted model is discarded: nothing to put back
             try:
                 est.fit(rows(X_tr, tr), rows(y_tr, tr), **params_at(fit_params, tr))
                 v = float(scorer.score_public(est, rows(X_tr, va), rows(y_tr, va)))

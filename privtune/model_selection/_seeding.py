@@ -38,7 +38,8 @@ import numpy as np
 
 from privtune.model_selection._inputs import _params_key
 
-__all__ = ["CANDIDATE", "REFIT", "SCREEN", "FitSeeder", "explicit_random_states", "random_state_names"]
+__all__ = ["CANDIDATE", "REFIT", "SCREEN", "FitSeeder", "explicit_random_states", "keeps_random_states",
+           "random_state_names", "unset_random_states"]
 
 #: The roles a fit plays; part of its seed's key.
 CANDIDATE, REFIT, SCREEN = 1, 2, 3
@@ -55,6 +56,27 @@ def explicit_random_states(estimator: Any, space_names: Any = ()) -> list[str]:
     out = [k for k in random_state_names(estimator) if params[k] is not None]
     out += [k for k in space_names if (k == "random_state" or k.endswith("__random_state")) and k not in out]
     return out
+
+
+def unset_random_states(estimator: Any) -> list[str]:
+    """The estimator's ``random_state`` parameters left at ``None`` (nested ones included), in sorted order."""
+    current = estimator.get_params(deep=True)
+    return sorted(k for k, v in current.items() if (k == "random_state" or k.endswith("__random_state")) and v is None)
+
+
+_LEAF_TYPES = (bool, int, float, str, np.number, type(None))
+
+
+def keeps_random_states(base_params: Mapping[str, Any], params: Mapping[str, Any]) -> bool:
+    """Whether setting ``params`` on an estimator whose deep parameters are ``base_params`` leaves its
+    ``random_state`` parameters as they are: every key is an existing parameter other than a ``random_state``, and
+    both its old and its new value are plain values (no estimator, step list or other container that could add or
+    remove nested parameters). Then :func:`unset_random_states` of the estimator is unchanged."""
+    for k, v in params.items():
+        if (k not in base_params or k == "random_state" or k.endswith("__random_state")
+                or not isinstance(v, _LEAF_TYPES) or not isinstance(base_params[k], _LEAF_TYPES)):
+            return False
+    return True
 
 
 def _digest(params: Mapping[str, Any]) -> int:
@@ -79,15 +101,21 @@ class FitSeeder:
         self._entropy = [int(s) for s in seeds]
         self.active = bool(active)
 
-    def seed(self, estimator: Any, role: int, params: Mapping[str, Any], fold: int = 0, run: int = 0) -> list[str]:
+    def seed(self, estimator: Any, role: int, params: Mapping[str, Any], fold: int = 0, run: int = 0, *,
+             unset: list[str] | None = None) -> list[str]:
         """Set every ``random_state`` left at ``None`` to a derived int; returns the names set.
 
-        Hand the names to :meth:`unseed` once the fit is done.
+        Hand the names to :meth:`unseed` once the fit is done. ``unset``: those
+        names, sorted, when the caller already knows them
+        (:func:`unset_random_states` of an estimator of the same structure,
+        :func:`keeps_random_states`); the estimator's parameters are then not
+        read (a deep ``get_params`` of a pipeline costs about as much as
+        fitting a small SVC).
         """
         if not self.active:
             return []
-        current = estimator.get_params(deep=True)
-        unset = [k for k in random_state_names(estimator) if current[k] is None]
+        if unset is None:
+            unset = unset_random_states(estimator)
         if unset:
             seq = np.random.SeedSequence(self._entropy, spawn_key=(role, _digest(params), int(fold), int(run)))
             values = seq.generate_state(len(unset), dtype=np.uint32)
