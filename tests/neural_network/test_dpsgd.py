@@ -32,7 +32,7 @@ from privtune.accounting import (  # noqa: E402
 )
 from privtune.exceptions import BudgetExceededError, InvalidParameterError  # noqa: E402
 from privtune.neural_network import DPSGDClassifier, DPSGDRegressor  # noqa: E402
-from privtune.neural_network import _dpsgd as dpsgd_module  # noqa: E402
+from privtune.neural_network import _dpsgd_base as dpsgd_module  # noqa: E402 - the shared fit reads the rows
 from privtune.neural_network import _dpsgd_engine as engine  # noqa: E402
 from privtune.neural_network._dpsgd_accounting import (  # noqa: E402
     dpsgd_privacy_event,
