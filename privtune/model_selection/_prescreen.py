@@ -171,16 +171,27 @@ def screen_on_public_rows(plan: SearchPlan, data: SearchData, *, n_jobs: int | N
     base = clone(estimator)
     base_params, base_unset = base.get_params(deep=True), unset_random_states(base)
 
+    # Each fold's rows of a numpy array, sliced once; every fit gets its own copy (a fit may write into its input:
+    # StandardScaler(copy=False)). Other containers are sliced at every fit.
+    sliced = [[rows(a, part) if type(a) is np.ndarray else None for a in (X_tr, y_tr) for part in (tr, va)]
+              for tr, va in folds]
+
+    def fold_rows(f: int, which: int) -> Any:
+        cached = sliced[f][which]
+        if cached is not None:
+            return cached.copy(order="K")
+        return rows((X_tr, y_tr)[which // 2], folds[f][which % 2])
+
     def public_score(i: int) -> tuple[float, Any]:
         scores = []
         params = candidates[int(i)]
         unset = base_unset if keeps_random_states(base_params, params) else None
-        for f, (tr, va) in enumerate(folds):
+        for f, (tr, _) in enumerate(folds):
             est = clone(estimator).set_params(**params)
             seeder.seed(est, SCREEN, params, f, unset=unset)  # the fitted model is discarded: nothing to put back
             try:
-                est.fit(rows(X_tr, tr), rows(y_tr, tr), **params_at(fit_params, tr))
-                v = float(scorer.score_public(est, rows(X_tr, va), rows(y_tr, va)))
+                est.fit(fold_rows(f, 0), fold_rows(f, 2), **params_at(fit_params, tr))
+                v = float(scorer.score_public(est, fold_rows(f, 1), fold_rows(f, 3)))
             except Exception as exc:  # noqa: BLE001 - public data: the candidate is left out, its error told
                 return scorer.bounds[0], exc
             scores.append(v if np.isfinite(v) else scorer.bounds[0])
