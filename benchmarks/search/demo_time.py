@@ -5,8 +5,8 @@ Each run is the console command ``python -m privtune.cli demo --seed 0 --quiet -
 ``resource.getrusage(RUSAGE_CHILDREN)``, the interpreter's start and imports included). The median of ``--repeats``
 runs (5) is reported, for this working tree (**after**) and for an earlier commit (**before**: ``--before``, a
 commit -- by default 56c3ee1, the last before this work -- unpacked with ``git archive`` into a temporary directory
-put first on ``PYTHONPATH``, or the path of such a checkout; ``--before none`` skips it), the two interleaved run by
-run so that both see the same load. The machine's load average
+put first on ``PYTHONPATH``, or the path of such a checkout; ``--before none``, the default of ``--quick``, skips
+it), the two interleaved run by run so that both see the same load. The machine's load average
 (``os.getloadavg``) is stated at the start and at the end: on a shared machine wall times follow the load, CPU times
 much less.
 
@@ -219,8 +219,9 @@ def median(xs: list[float]) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--before", default="56c3ee1", metavar="COMMIT|PATH",
-                    help="an earlier commit (or a checkout of one) to compare with; 'none' to skip (default: 56c3ee1)")
+    ap.add_argument("--before", default=None, metavar="COMMIT|PATH",
+                    help="an earlier commit (or a checkout of one) to compare with; 'none' to skip (default: 56c3ee1, "
+                         "none with --quick)")
     ap.add_argument("--repeats", type=int, default=5, help="runs of each command (the median is reported)")
     ap.add_argument("--save-pngs", action="store_true", help="write the first runs' report figures (temp dir)")
     ap.add_argument("--quick", action="store_true",
@@ -230,8 +231,11 @@ def main() -> None:
     repeats = 1 if args.quick else args.repeats
     size = ["--n-iter", "5", "--n-candidates", "32"] if args.quick else []
     load_start = os.getloadavg()
+    if args.before is None:  # a smoke run must not need the history (a shallow clone has no 56c3ee1)
+        args.before = "none" if args.quick else "56c3ee1"
     before = None if args.before.lower() == "none" else checkout(args.before)
-    sides = {"after": None} if before is None else {"before": before, "after": None}
+    here = str(ROOT)  # this tree first on the path, whatever privtune is installed
+    sides = {"after": here} if before is None else {"before": before, "after": here}
     runs: dict[str, dict[str, list[float]]] = {s: {"wall": [], "cpu": []} for s in sides}
     reference: dict[str, str] | None = None
     pngs: dict[str, list[str]] = {}
@@ -263,7 +267,7 @@ def main() -> None:
         floors[name] = {"wall": median(walls), "cpu": median(cpus)}
         print(f"floor {name}: wall {floors[name]['wall']:.2f} s, CPU {floors[name]['cpu']:.2f} s", flush=True)
     phase_runs = [json.loads(timed_run([sys.executable, "-c", _PHASES, *(["5", "32"] if args.quick else ["30", "256"])],
-                                       _env(None))[2]) for _ in range(repeats)]
+                                       _env(here))[2]) for _ in range(repeats)]
     phases = {k: median([p[k] for p in phase_runs]) for k in phase_runs[0]}
     load_end = os.getloadavg()
     meta = {"run": time.strftime("%Y-%m-%d %H:%M"), "platform": platform.platform(),
