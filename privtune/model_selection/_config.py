@@ -249,7 +249,8 @@ class _SearchConfigMixin(_MethodSetupMixin, _SplitMixin):
                     PrivtuneWarning, stacklevel=3)
         return SearchSettings(**checked)
 
-    def privacy_plan(self, n_validation: int, n_classes: int | None = None) -> dict[str, Any]:
+    def privacy_plan(self, n_validation: int, n_classes: int | None = None, *,
+                     n_train: int | None = None) -> dict[str, Any]:
         """What this configuration will spend, and its noise in score units -- without any data.
 
         Parameters
@@ -280,6 +281,13 @@ class _SearchConfigMixin(_MethodSetupMixin, _SplitMixin):
             data), and ``n_candidates_exact`` (False when an unseeded run's
             de-duplicated candidate count may differ from this one: integer or
             categorical dimensions and no integer ``random_state``).
+        n_train : int or None, default=None
+            With sensitive training rows and one split: the (public) number of
+            training rows every fit will read. An estimator whose declared fit
+            depends on it (``DPMLPClassifier``, the DP-SGD estimators) is then
+            planned at the exact event ``fit`` charges; without it, at a bound
+            that holds for any number of rows (larger once composed; random
+            stopping needs ``n_train`` for them). Ignored otherwise.
 
         Raises
         ------
@@ -290,6 +298,11 @@ class _SearchConfigMixin(_MethodSetupMixin, _SplitMixin):
         from privtune.accounting import compose_events
 
         settings = self._validate_params()
+        if n_train is not None:
+            settings = self._sized_fit(settings, check_integer(n_train, "n_train", low=1,
+                                                               owner="PrivateSearchCV.privacy_plan"))
+        elif settings.stopping and settings.one_fit is not None and settings.fit_rows is None:
+            self._check_stopping_run(settings.one_fit, settings.one_fit_budget)  # the size-free bound: refused
         m = check_integer(n_validation, "n_validation", low=2, owner="PrivateSearchCV.privacy_plan")
         scorer = settings.scorer
         source = check_random_state(self.random_state if isinstance(self.random_state, (int, np.integer)) else 0)

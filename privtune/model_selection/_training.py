@@ -132,7 +132,8 @@ class _TrainingRoleMixin:
         """
         return self.refit and self.sensitive != "validation" and n_folds == 1 and method.name == "random"
 
-    def largest_fit_epsilon(self, n_validation: int, n_classes: int | None = None, *, rtol: float = 1e-4) -> float:
+    def largest_fit_epsilon(self, n_validation: int, n_classes: int | None = None, *, rtol: float = 1e-4,
+                            n_train: int | None = None) -> float:
         """The largest per-fit ``epsilon`` of the estimator whose training plan fits the budget -- without any data.
 
         With sensitive training rows every candidate fit is paid for up front at
@@ -154,6 +155,11 @@ class _TrainingRoleMixin:
         rtol : float in (0, 0.1], default=1e-4
             The returned value is within this relative distance below the
             largest affordable one (geometric bisection).
+        n_train : int or None, default=None
+            As for :meth:`privacy_plan`: the training rows every fit reads (one
+            split), for estimators whose declared fit depends on it (the MLP,
+            DP-SGD). Without it their size-free bound is planned, and the figure
+            is smaller than what ``fit`` accepts on a known number of rows.
 
         Returns
         -------
@@ -193,7 +199,7 @@ class _TrainingRoleMixin:
         def fits(eps: float) -> bool:
             trial = clone(self).set_params(**{f"estimator__{key}": eps})
             try:
-                trial.privacy_plan(n_validation, n_classes)
+                trial.privacy_plan(n_validation, n_classes, n_train=n_train)
             except PrivtuneError:
                 return False
             return True
@@ -201,12 +207,18 @@ class _TrainingRoleMixin:
         lo = top * 1e-6
         trial = clone(self).set_params(**{f"estimator__{key}": lo})
         try:
-            trial.privacy_plan(n_validation, n_classes)
+            trial.privacy_plan(n_validation, n_classes, n_train=n_train)
         except BudgetExceededError as exc:
             raise BudgetExceededError(
                 f"{owner}: not even a per-fit epsilon of {lo:.3g} (a millionth of the training budget) fits this "
                 f"plan: lower n_iter, or raise epsilon. ({exc})", requested=exc.requested, spent=exc.spent,
                 ceiling=exc.ceiling) from None
+        except InvalidParameterError:
+            # An estimator calibrated to its epsilon may refuse a tiny one (DP-SGD's exact event at n_train: no
+            # noise multiplier reaches it): the smallest power-of-ten share of the budget it accepts, if any
+            lo = next((top * 10.0**-k for k in range(5, -1, -1) if fits(top * 10.0**-k)), None)
+            if lo is None:
+                raise
         # any other error at the smallest epsilon is a configuration error: raised above, as privacy_plan's
         if fits(top):
             return float(top)

@@ -256,3 +256,28 @@ def test_a_one_split_search_charges_the_exact_event_of_a_fit_on_the_training_par
     exact = PrivateSearchCV(est, space, sensitive="training", epsilon=3.0, delta=1e-5, n_iter=2, random_state=0,
                             validation_size=0.25).fit(X, y)
     assert exact.privacy_spent_["training"].epsilon < 2.0  # the exact events compose below the plan's bound
+
+
+def test_privacy_plan_and_largest_fit_epsilon_take_the_training_size():
+    """Without the rows the plan bounds each DP-SGD fit for any n (basic composition); with n_train it plans the
+    exact event fit charges, so largest_fit_epsilon gives what fit accepts (found by the issue-40 benchmark: the
+    size-free figure left more than half of the budget unspent)."""
+    pytest.importorskip("opacus")
+    from privtune.exceptions import BudgetExceededError
+    from privtune.neural_network import DPSGDClassifier
+
+    est = DPSGDClassifier(epsilon=1.0, delta=1e-7, classes=[0, 1], epochs=2, batch_size=32)
+    space = {"lr": Real(0.05, 1.0, log=True)}
+    search = PrivateSearchCV(est, space, sensitive="training", epsilon=3.0, delta=1e-5, n_iter=5, n_candidates=8)
+    loose = search.largest_fit_epsilon(30, rtol=0.05)
+    exact = search.largest_fit_epsilon(30, n_train=600, rtol=0.05)
+    assert exact > 1.5 * loose
+    search.set_params(estimator__epsilon=exact)
+    assert search.privacy_plan(30, n_train=600)["training_total"].epsilon <= 3.0
+    with pytest.raises(BudgetExceededError):
+        search.privacy_plan(30)  # the size-free bounds of those fits do not fit
+    stopping = PrivateSearchCV(est, space, sensitive="training", epsilon=3.0, delta=1e-5, n_iter=5, n_candidates=8,
+                               method_params={"selection": "random-stopping"})
+    with pytest.raises(InvalidParameterError, match="Random stopping"):
+        stopping.privacy_plan(30)
+    assert stopping.privacy_plan(30, n_train=600)["training_total"].epsilon > 0
