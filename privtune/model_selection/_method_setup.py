@@ -184,6 +184,8 @@ class _MethodSetupMixin:
                 "(epsilon, delta, n_iter, scoring and score_bounds, score_sensitivity, the validation size), which "
                 "the report and the ledger state. Set those parameters of PrivateSearchCV instead.")
         params.update(dict(self.method_params or {}))
+        if settings.stopping and "selection" not in params:  # method="auto" with sensitive="training"
+            params["selection"] = "random-stopping"
         if settings.stopping and settings.one_fit is not None and settings.cv is not None:
             # With cv a run fits one model per fold, and a row sits in the training part of all folds but its own:
             # the run's event is cv fits (conservative by one), composed with its score, and charged to both roles

@@ -122,6 +122,14 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         unconditional guarantee, and they had the lowest median and
         90th-percentile regret in ``benchmarks/privacy_utility/privacy_utility.py``
         (docs/methods.md gives the figures and the range where they hold).
+        With ``sensitive="training"`` (no ``cv``, no ``selection`` given,
+        ``n_iter >= 2``, ``delta > 0``, an estimator whose declared fit random
+        stopping can bound before the rows are known, and no accountant of
+        its own without a delta) ``"auto"`` is ``random`` with random
+        stopping (mean ``n_iter`` runs), the tuning method with the lowest
+        regret there in ``benchmarks/privacy_utility/tuning_pays.py`` -- but
+        on those tasks a single fit at the estimator's defaults with the whole
+        budget did better still at epsilon >= 1 (docs/trainers.md).
         The resolved name is ``method_``. ``"lipschitz"`` (Kusner et al.'s
         Alg. 3, public training rows only) is unconditional only under your
         declarations (convex L2-regularised 1-Lipschitz training loss, an

@@ -57,7 +57,7 @@ SPACE = {"c": Categorical([-1.0, 0.5, 1.0, 2.0])}
 
 
 def _search(sensitive="training", **kw):
-    params = {"epsilon": 1.0, "delta": 1e-6, "n_iter": 3, "n_candidates": 4, "random_state": 0}
+    params = {"epsilon": 1.0, "delta": 1e-6, "n_iter": 3, "n_candidates": 4, "random_state": 0, "method": "random"}
     params.update(kw)
     return PrivateSearchCV(DeclaredDP(epsilon=0.1), SPACE, sensitive=sensitive, **params)
 
@@ -281,3 +281,24 @@ def test_privacy_plan_and_largest_fit_epsilon_take_the_training_size():
     with pytest.raises(InvalidParameterError, match="Random stopping"):
         stopping.privacy_plan(30)
     assert stopping.privacy_plan(30, n_train=600)["training_total"].epsilon > 0
+
+
+# ----------------------------------------------------------------------------- the default with sensitive training rows
+def test_auto_is_random_stopping_with_public_validation_rows():
+    """method='auto' with sensitive='training': random stopping (mean n_iter), chosen from tuning_pays; the
+    exponential selection where random stopping cannot run (delta = 0, n_iter = 1) or is not asked for."""
+    X_tr, y_tr, X_v, y_v = _data()
+
+    def auto(**kw):
+        params = {"epsilon": 1.0, "delta": 1e-6, "n_iter": 3, "n_candidates": 4, "random_state": 0}
+        params.update(kw)
+        return PrivateSearchCV(DeclaredDP(epsilon=0.1), SPACE, **params).fit(X_tr, y_tr, X_val=X_v, y_val=y_v)
+
+    s = auto(sensitive="training")
+    assert s.method_ == "random" and s.release_.diagnostics["mean_runs"] == 3
+    assert [type(e.event).__name__ for e in s.ledger_] == ["RepeatAndSelectEvent"]
+    for kw in ({"delta": 0.0}, {"n_iter": 1}, {"sensitive": "both"},
+               {"sensitive": "training", "method_params": {"selection": "exponential"}}):
+        kw = {"sensitive": "training", **kw}
+        other = auto(**kw)
+        assert "mean_runs" not in other.release_.diagnostics, kw
