@@ -27,7 +27,8 @@ __all__: list[str] = []
 
 class _ScorePredictMixin:
     """``predict`` from ``decision_function``: the sign of a 1-D score (``classes_[1]`` when positive), else the
-    class of the largest score. Shared by the linear classifiers and :class:`privtune.neural_network.DPMLPClassifier`.
+    class of the largest score. Shared by the linear classifiers and privtune.neural_network's ``DPMLPClassifier``
+    and ``DPSGDClassifier``.
     """
 
     def predict(self, X: Any) -> np.ndarray:
@@ -126,7 +127,7 @@ class _LinearClassifier(_ScorePredictMixin, ClassifierMixin, BaseEstimator):
 
 class _LogisticProbaMixin:
     """Probabilities of a logistic model: ``[1 - p, p]`` with ``p = sigmoid(score)`` for two classes, the softmax
-    of the scores (a multinomial model) for more. Also :class:`privtune.neural_network.DPMLPClassifier`'s, whose
+    of the scores (a multinomial model) for more. Also ``DPMLPClassifier``'s and ``DPSGDClassifier``'s, whose
     ``decision_function`` returns its output logits in the same shapes."""
 
     def predict_proba(self, X: Any) -> np.ndarray:

@@ -24,6 +24,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from privtune.accounting import Accountant
 from privtune.base import PrivacyTags
 from privtune.exceptions import InvalidParameterError
+from privtune.linear_model._classifier import _LogisticProbaMixin, _ScorePredictMixin
 from privtune.neural_network._dpsgd_base import (  # noqa: F401 - re-exported
     _MAX_STEPS,
     _OPTIMIZERS,
@@ -39,7 +40,7 @@ from privtune.utils._validation import (
 __all__ = ["DPSGDClassifier", "DPSGDRegressor"]
 
 
-class DPSGDClassifier(ClassifierMixin, _DPSGDBase):
+class DPSGDClassifier(_ScorePredictMixin, _LogisticProbaMixin, ClassifierMixin, _DPSGDBase):
     r"""A torch classifier trained with DP-SGD (Opacus's per-example gradients; privtune's noise, accounting).
 
     ``fit`` trains ``module`` (cross-entropy over one output per class) by
@@ -93,7 +94,7 @@ class DPSGDClassifier(ClassifierMixin, _DPSGDBase):
         unit; required by :class:`privtune.model_selection.PrivateSearchCV`)
         or ``"add_remove"`` (Opacus's and most DP-SGD papers'; the same noise
         costs about 2-3 times less epsilon under it: see Notes).
-        classes : array-like of labels or None, default=None
+    classes : array-like of labels or None, default=None
         Declared label set (at least two labels; the module has one output per
         class, in sorted order). A row whose label is outside it contributes a
         zero gradient. ``None`` reads the labels from ``y`` after the charge
@@ -303,36 +304,6 @@ class DPSGDClassifier(ClassifierMixin, _DPSGDBase):
         """
         f = self._outputs(X)
         return f[:, 1] - f[:, 0] if f.shape[1] == 2 else f
-
-    def predict(self, X: Any) -> np.ndarray:
-        """Predicted class labels (post-processing, no privacy cost).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        f = self._outputs(X)  # checks that the model is fitted
-        return self.classes_[np.argmax(f, axis=1)]
-
-    def predict_proba(self, X: Any) -> np.ndarray:
-        """Class probabilities: the softmax of the logits (post-processing, no privacy cost).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_classes)
-        """
-        f = self._outputs(X)
-        f = f - f.max(axis=1, keepdims=True)
-        e = np.exp(f)
-        return e / e.sum(axis=1, keepdims=True)
 
     def __privtune_tags__(self) -> PrivacyTags:
         """The guarantee covers whole training rows; ``classes`` declares the label set (:mod:`privtune.base`)."""
