@@ -398,10 +398,11 @@ def test_cross_validated_search_with_sensitive_training_passes_an_audit_and_its_
 
 
 # ----------------------------------------------------------------------------- random stopping, sensitive training
-def _stopping_training_sampler(y, *, broken=False):
-    """Random stopping over Gaussian DP fits (sensitive="both", one split); the output is best_estimator_'s
-    coefficient, the selected run's own fit. 40 training rows x0 = -1 .. -0.05, 0.05 .. 1 (row 0: x0 = -1); the
-    validation rows are fixed (the pair differs in a training row)."""
+def _training_row_sampler(y, *, broken=False, fit_epsilon, **search):
+    """A search over Gaussian DP fits (one split) whose output is best_estimator_'s coefficient (the selected
+    candidate's own fit). 40 training rows x0 = -1 .. -0.05, 0.05 .. 1 (row 0: x0 = -1); the validation rows are
+    fixed (the pair differs in a training row). ``broken``: the solver adds a twentieth of the noise its fit declares
+    (and is charged for)."""
     from privtune.linear_model import DPLogisticRegression
     from privtune.optim.accelerated import _plan as _accelerated_plan
     X = np.r_[-np.linspace(1.0, 0.05, M // 2), np.linspace(0.05, 1.0, M // 2)][:, None]
@@ -409,15 +410,14 @@ def _stopping_training_sampler(y, *, broken=False):
     seeds = iter(range(10**9))
 
     def make(seed):
-        return PrivateSearchCV(DPLogisticRegression(epsilon=1.3, fit_intercept=False, classes=[0, 1]),
-                               {"C": Categorical([0.01, 100.0])}, method="random", sensitive="both", epsilon=2.0,
-                               delta=1e-5, n_iter=3, n_candidates=2, random_state=seed,
-                               method_params={"selection": "random-stopping"})
+        return PrivateSearchCV(DPLogisticRegression(epsilon=fit_epsilon, fit_intercept=False, classes=[0, 1]),
+                               {"C": Categorical([0.01, 100.0])}, method="random", epsilon=2.0, delta=1e-5,
+                               n_candidates=2, random_state=seed, **search)
 
     def sample(n):
         out = []
         with pytest.MonkeyPatch.context() as mp:
-            if broken:  # the solver adds a twentieth of the noise its fit declares (and is charged for)
+            if broken:
                 proven = _accelerated_plan.gaussian_run_multiplier
                 mp.setattr(_accelerated_plan, "gaussian_run_multiplier", lambda e, d: proven(e, d) / 20)
             for _ in range(n):
@@ -426,6 +426,12 @@ def _stopping_training_sampler(y, *, broken=False):
     sample.make = make
     sample.X, sample.y_val = X, y_val
     return sample
+
+
+def _stopping_training_sampler(y, *, broken=False):
+    """Random stopping over Gaussian DP fits (sensitive="both", one split), per-fit epsilon 1.3, mean of K 3."""
+    return _training_row_sampler(y, broken=broken, fit_epsilon=1.3, sensitive="both", n_iter=3,
+                                 method_params={"selection": "random-stopping"})
 
 
 def _stopping_training_audit(broken):
@@ -460,32 +466,10 @@ def test_random_stopping_over_gaussian_fits_broken_twin_is_flagged():
 
 # ----------------------------------------------------------------------------- sensitive="training", exact release
 def _exact_release_sampler(y, *, broken=False):
-    """sensitive="training" (the validation rows public): both candidates are fitted by Gaussian DP fits and the
-    released model is the exact best on the public validation rows -- post-processing of the two fits. 40 training
-    rows x0 = -1 .. -0.05, 0.05 .. 1 (row 0: x0 = -1); the output is best_estimator_'s coefficient."""
-    from privtune.linear_model import DPLogisticRegression
-    from privtune.optim.accelerated import _plan as _accelerated_plan
-    X = np.r_[-np.linspace(1.0, 0.05, M // 2), np.linspace(0.05, 1.0, M // 2)][:, None]
-    y_val = (X[:, 0] > 0).astype(int)
-    seeds = iter(range(10**9))
-
-    def make(seed):
-        return PrivateSearchCV(DPLogisticRegression(epsilon=1.0, fit_intercept=False, classes=[0, 1]),
-                               {"C": Categorical([0.01, 100.0])}, method="random", sensitive="training",
-                               epsilon=2.0, delta=1e-5, n_iter=2, n_candidates=2, random_state=seed)
-
-    def sample(n):
-        out = []
-        with pytest.MonkeyPatch.context() as mp:
-            if broken:  # the solver adds a twentieth of the noise its fit declares (and is charged for)
-                proven = _accelerated_plan.gaussian_run_multiplier
-                mp.setattr(_accelerated_plan, "gaussian_run_multiplier", lambda e, d: proven(e, d) / 20)
-            for _ in range(n):
-                out.append(make(next(seeds)).fit(X, y, X_val=X, y_val=y_val).best_estimator_.coef_[0, 0])
-        return np.asarray(out)
-    sample.make = make
-    sample.X, sample.y_val = X, y_val
-    return sample
+    """sensitive="training" (the validation rows public): both candidates are fitted by Gaussian DP fits (per-fit
+    epsilon 1) and the released model is the exact best on the public validation rows -- post-processing of the two
+    fits."""
+    return _training_row_sampler(y, broken=broken, fit_epsilon=1.0, sensitive="training", n_iter=2)
 
 
 @pytest.mark.slow
