@@ -21,6 +21,7 @@ from privtune.accounting.events import (
     SampledWithoutReplacementEvent,
     SelfComposedEvent,
     SparseVectorEvent,
+    SubsampledEvent,
     ThresholdSelectionEvent,
     event_from_dict,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "RenyiEvent",
     "RepeatAndSelectEvent",
     "SampledWithoutReplacementEvent",
+    "SubsampledEvent",
     "SelfComposedEvent",
     "SparseVectorEvent",
     "SQLiteLedger",

@@ -1,7 +1,8 @@
 """Events built on other events: amplification by sampling, composition and private selection.
 
 * :class:`PoissonSampledEvent`, :class:`SampledWithoutReplacementEvent`: an event
-  run on a random subsample (amplification by sampling);
+  run on a random subsample (amplification by sampling); :class:`SubsampledEvent`:
+  any event with an RDP curve on a secret subsample (the general theorems);
 * :class:`ComposedEvent`, :class:`SelfComposedEvent`: sequential composition;
 * :class:`RepeatAndSelectEvent`, :class:`ThresholdSelectionEvent`: private
   selection among candidate runs (Papernot & Steinke 2022; Liu & Talwar 2019).
@@ -114,6 +115,72 @@ class SampledWithoutReplacementEvent(PrivacyEvent):
         rate = self.sample_size / self.dataset_size
         eps, delta = base
         return (_amplify_pure(eps, rate), rate * delta)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubsampledEvent(PrivacyEvent):
+    """Any ``event`` run on a secret random subsample, bounded by the general amplification theorems.
+
+    :class:`PoissonSampledEvent` and :class:`SampledWithoutReplacementEvent` are
+    accounted by dp-accounting's curves, which exist for Gaussian inner events
+    only (a subsampled pure-DP event gets its amplified fixed epsilon). This
+    event bounds *any* inner event with an RDP curve -- e.g. a whole
+    random-stopping tuning phase (:class:`RepeatAndSelectEvent`) run on a subset
+    of the training rows (Koskela & Kulkarni 2023) -- by the theorems that hold
+    for every mechanism (:func:`privtune.accounting.amplification.subsampled_rdp`):
+
+    * ``scheme="without_replacement"`` (``relation="replace_one"``):
+      ``sample_size`` of ``dataset_size`` records, uniformly (Wang, Balle &
+      Kasiviswanathan 2019, Thm. 9);
+    * ``scheme="poisson"`` (``relation="add_remove"``): each record kept with
+      ``sample_rate`` (Zhu & Wang 2019, Thm. 6).
+
+    Its fixed guarantee, for an (eps, delta) inner event, is the amplified
+    ``(log(1 + r (e^eps - 1)), r delta)`` with ``r`` the sampling rate (Balle,
+    Barthe & Gaboardi 2018, Thms. 8 and 9).
+    """
+
+    kind: ClassVar[str] = "subsampled"
+    event: PrivacyEvent
+    scheme: str = "without_replacement"
+    dataset_size: int = 0
+    sample_size: int = 0
+    sample_rate: float = 0.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        owner = "SubsampledEvent"
+        _check_event(self.event, "event", owner)
+        wanted = {"poisson": "add_remove", "without_replacement": "replace_one"}
+        if self.scheme not in wanted:
+            raise InvalidParameterError(
+                f"The 'scheme' parameter of {owner} must be 'poisson' or 'without_replacement'. Got {self.scheme!r}.")
+        relation = wanted[self.scheme]
+        odd = _other_relations(self.event, relation)
+        if self.relation != relation or odd:
+            raise InvalidParameterError(
+                f"{owner}: scheme={self.scheme!r} is analysed under relation={relation!r}; declare the event and "
+                f"every event nested in it with that relation. Got relation={self.relation!r}"
+                + (f", nested events of another relation: {odd}." if odd else "."))
+        if self.scheme == "poisson":
+            object.__setattr__(self, "sample_rate", check_real(self.sample_rate, "sample_rate", low=0.0, high=1.0,
+                                                               closed="right", owner=owner))
+        else:
+            n = check_integer(self.dataset_size, "dataset_size", low=1, owner=owner)
+            m = check_integer(self.sample_size, "sample_size", low=1, high=n, owner=owner)
+            object.__setattr__(self, "dataset_size", n)
+            object.__setattr__(self, "sample_size", m)
+            object.__setattr__(self, "sample_rate", m / n)
+
+    def children(self) -> tuple[PrivacyEvent, ...]:
+        return (self.event,)
+
+    def epsilon_delta(self) -> tuple[float, float] | None:
+        base = self.event.epsilon_delta()
+        if base is None:
+            return None
+        eps, delta = base
+        return (_amplify_pure(eps, self.sample_rate), self.sample_rate * delta)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -36,6 +36,7 @@ import numpy as np
 from dp_accounting.rdp import RdpAccountant
 
 from privtune.accounting._conversion import dp_relation, pld_supported, to_pld, to_rdp_event, to_relation
+from privtune.accounting.amplification import subsampled_rdp
 from privtune.accounting.events import (
     ComposedEvent,
     GaussianEvent,
@@ -44,6 +45,7 @@ from privtune.accounting.events import (
     RenyiEvent,
     RepeatAndSelectEvent,
     SelfComposedEvent,
+    SubsampledEvent,
 )
 from privtune.accounting.rdp_math import (
     DEFAULT_ORDERS,
@@ -120,7 +122,7 @@ def _poisson_gaussian(event: PrivacyEvent) -> bool:
 
 def _has_renyi(event: PrivacyEvent) -> bool:
     """Whether the curve is composed here: stated RDP bounds, or Poisson-subsampled Gaussians inside."""
-    return (isinstance(event, RenyiEvent) or _poisson_gaussian(event)
+    return (isinstance(event, (RenyiEvent, SubsampledEvent)) or _poisson_gaussian(event)
             or any(_has_renyi(c) for c in event.children()))
 
 
@@ -131,7 +133,9 @@ def _renyi_curve(event: PrivacyEvent, orders: tuple[float, ...], relation: str) 
     Gaussian on a Poisson subsample is :func:`~privtune.accounting.rdp_math.poisson_gaussian_rdp`;
     compositions add curves, self-compositions multiply them, and any other
     event is asked of dp-accounting as usual. An event *sampled* around a stated
-    RDP bound has no amplification bound here (None). Random stopping over such
+    RDP bound has no amplification bound here (None), except a
+    :class:`SubsampledEvent`, amplified by the general theorems
+    (:func:`~privtune.accounting.amplification.subsampled_rdp`). Random stopping over such
     an event (a :class:`RepeatAndSelectEvent`) is Papernot & Steinke's Theorem 2
     or 6 applied to the inner curve on the accountant's orders
     (:func:`~privtune.accounting.rdp_math.repeat_and_select_rdp`, privtune's own
@@ -166,6 +170,15 @@ def _renyi_curve(event: PrivacyEvent, orders: tuple[float, ...], relation: str) 
             return None
         curve = np.asarray(repeat_and_select_rdp(np.asarray(orders, dtype=np.float64), run, mean=event.mean,
                                                  shape=event.shape), dtype=np.float64)
+    elif isinstance(event, SubsampledEvent):  # the general theorems, for any inner curve
+        one = event.event
+        inner = _renyi_curve(one, orders, relation) if _has_renyi(one) else _rdp_curve_of(one, orders, relation)
+        if inner is None or not np.isfinite(inner).any():
+            return None
+        fixed = one.epsilon_delta()
+        eps_inf = fixed[0] if fixed is not None and fixed[1] == 0 else math.inf
+        curve = subsampled_rdp(np.asarray(orders, dtype=np.float64), inner, rate=event.sample_rate,
+                               scheme=event.scheme, epsilon_inf=eps_inf)
     else:
         return None
     curve.setflags(write=False)

@@ -42,6 +42,7 @@ from privtune.accounting._composite_events import (  # noqa: F401
     RepeatAndSelectEvent,
     SampledWithoutReplacementEvent,
     SelfComposedEvent,
+    SubsampledEvent,
     ThresholdSelectionEvent,
     _amplify_pure,
 )
@@ -75,6 +76,7 @@ __all__ = [
     "EpsilonDeltaEvent",
     "PoissonSampledEvent",
     "SampledWithoutReplacementEvent",
+    "SubsampledEvent",
     "ComposedEvent",
     "SelfComposedEvent",
     "RepeatAndSelectEvent",
