@@ -54,8 +54,7 @@ class UCBEngine:
 
     def ask(self) -> int:
         """The next candidate index (GP-UCB, lowest index among ties)."""
-        ucb = self.posterior.ucb(self.beta(self.t + 1))
-        return int(np.argmax(ucb))
+        return self.posterior.ucb_argmax(self.beta(self.t + 1))  # argmax of ucb(beta), computed in place
 
     def tell(self, index: int, value: float, *, noise_var: float | None = None) -> None:
         """Condition on a private-task observation at candidate ``index``."""

@@ -61,6 +61,7 @@ class IncrementalCholesky:
         self._blocks: list[np.ndarray] = [np.zeros((cap, self.n_candidates))]
         self._rows = cap  # rows allocated over all blocks
         self.colsq = np.zeros(self.n_candidates)
+        self._work = np.empty(self.n_candidates)  # scratch of one row (no temporaries in extend)
         self.jitter: list[float] = []
         self.n = 0
 
@@ -93,15 +94,25 @@ class IncrementalCholesky:
             self._blocks.append(np.zeros((self._rows, self.n_candidates)))  # zeroed lazily by the allocator
             self._rows *= 2
 
-    def _lt_v(self, l: np.ndarray) -> np.ndarray:
-        """``lᵀ V`` over the ``n`` rows of V held so far, block by block."""
-        out, start = None, 0
+    def _lt_v(self, l: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``lᵀ V`` over the ``n`` rows of V held so far, block by block, written into ``out``.
+
+        The same ``matmul`` calls and additions as forming each block's product
+        and summing them, so the result is bit-identical; only the temporaries
+        are gone (at |Λ| = 65 536 each was a fresh 512 KiB array, page faults
+        included).
+        """
+        start, first = 0, True
         for block in self._blocks:
             stop = min(self.n, start + block.shape[0])
             if stop <= start:
                 break
-            part = l[start:stop] @ block[: stop - start]
-            out = part if out is None else out + part
+            if first:
+                np.matmul(l[start:stop], block[: stop - start], out=out)
+                first = False
+            else:
+                np.matmul(l[start:stop], block[: stop - start], out=self._work)
+                np.add(out, self._work, out=out)
             start = stop
         return out
 
@@ -140,7 +151,7 @@ class IncrementalCholesky:
         pivot : float
             The new diagonal entry of ``L``.
         v : ndarray of shape (|Λ|,)
-            The new row of ``V``.
+            The new row of ``V`` (a view of the factor's storage; do not modify).
         """
         n = self.n
         l = self.solve_lower(np.asarray(k_prev, dtype=np.float64))
@@ -152,14 +163,16 @@ class IncrementalCholesky:
         pivot = math.sqrt(p2)
         if n == self._L.shape[0] or n == self._rows:
             self._grow()
+        v = self._row(n)  # the new row is computed in place, in its block
         if n:
-            v = (k_cand - self._lt_v(l)) / pivot
+            np.subtract(k_cand, self._lt_v(l, out=v), out=v)
+            np.divide(v, pivot, out=v)
         else:
-            v = np.asarray(k_cand, dtype=np.float64) / pivot
+            np.divide(k_cand, pivot, out=v)
         self._L[n, :n] = l
         self._L[n, n] = pivot
-        self._row(n)[:] = v
-        self.colsq += v * v
+        np.multiply(v, v, out=self._work)
+        np.add(self.colsq, self._work, out=self.colsq)
         self.jitter.append(jitter)
         self.n = n + 1
         return l, pivot, v

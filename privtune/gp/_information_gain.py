@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
 
 from privtune.exceptions import InvalidParameterError
 from privtune.gp._incremental import IncrementalCholesky
@@ -149,25 +148,28 @@ def gamma_T(
                 f"The kernel has {k2.n_dims} lengthscales but the candidates have "
                 f"{X.shape[1]} coordinates."
             )
-        X_t = torch.from_numpy(X.copy())
+        XT = k2._prepare(X)  # Xᵀ, made once: each column is then a few in-place passes (numpy)
         m = X.shape[0]
         prior = np.ones(m)
+        col_buf, work = np.empty(m), np.empty((2, m))
 
         def column(j: int) -> np.ndarray:
-            return k2._covariance(X_t, X_t[j : j + 1])[:, 0]
+            return k2._column_prepared(XT, X[j], out=col_buf, work=work)
 
     factor = IncrementalCholesky(m, min_pivot=0.0, capacity=min(T, 1024))
     selected: list[int] = []
     total = 0.0
+    floor = -_NOT_PSD_TOL * max(1.0, float(prior.max()))
+    var = np.empty(m)  # one row over Λ, reused: no temporaries per step
     for _ in range(T):
-        var = prior - factor.colsq
-        if var.min() < -_NOT_PSD_TOL * max(1.0, float(prior.max())):
+        np.subtract(prior, factor.colsq, out=var)
+        if var.min() < floor:
             # K_jj - k_jA (K_AA + σ²I)⁻¹ k_Aj < 0 is impossible for a PSD K
             raise InvalidParameterError(
                 "The covariance given to gamma_T is not positive semi-definite "
                 f"(a posterior variance of {var.min():.3g})."
             )
-        var = np.maximum(var, 0.0)
+        np.maximum(var, 0.0, out=var)
         j = int(np.argmax(var))
         total += 0.5 * math.log1p(var[j] / s2)
         col = column(j)

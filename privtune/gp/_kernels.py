@@ -170,17 +170,76 @@ class InputKernel:
         The same closed forms as GPyTorch's ``MaternKernel(nu=2.5)`` /
         ``RBFKernel`` (tested to agree within 1e-12), without a torch call: a
         BO iteration needs one column over Λ, and torch's dispatch cost was a
-        large share of it.
+        large share of it. Callers that evaluate many columns over one ``X``
+        prepare it once with :meth:`_prepare` and call :meth:`_column_prepared`.
         """
+        return self._column_prepared(self._prepare(X), np.asarray(x, dtype=np.float64))
+
+    def _prepare(self, X: np.ndarray) -> np.ndarray:
+        """``Xᵀ`` as a C-contiguous ``(d, n)`` float64 array, the input of :meth:`_column_prepared`.
+
+        One contiguous row per coordinate: the scaled differences to a point are
+        then ``d`` passes over contiguous memory (broadcasting ``(X - x) / ℓ``
+        over the short rows of an ``(n, d)`` array cost ~1.4 ms at n = 65 536,
+        d = 2; the passes cost ~0.1 ms).
+        """
+        return np.ascontiguousarray(np.asarray(X, dtype=np.float64).T)
+
+    def _column_prepared(self, XT: np.ndarray, x: np.ndarray, out: np.ndarray | None = None,
+                         work: np.ndarray | None = None) -> np.ndarray:
+        """``k2(X[i], x)`` from ``XT = self._prepare(X)``; no allocation when the buffers are given.
+
+        ``out`` (shape ``(n,)``) receives the column and is returned; ``work``
+        (shape ``(2, n)``) is scratch. Each pass is one in-place numpy ufunc
+        over contiguous memory. The arithmetic is that of the formula
+        ``r² = Σ_k ((X_k - x_k) / ℓ_k)²``, ``(1 + √5 r + 5r²/3) exp(-√5 r)``
+        (or ``exp(-r²/2)``) operation for operation, summing the squares in the
+        order ``numpy.einsum`` uses for an ``(n, d)`` array (one running sum for
+        d <= 2, the even and the odd coordinates apart for 3 <= d <= 7, einsum
+        itself beyond): the columns, hence every posterior and every seeded
+        release, are bit-identical to those of the ``(n, d)`` formulation
+        (checked for d = 1..8 against it in ``tests/gp/test_gp_kernels.py``).
+        ``r²`` is finite on the unit cube (the constructor bounds ``Σ ℓ⁻²``), so
+        ``exp`` underflows to 0 and no ``inf * 0`` arises.
+        """
+        d, n = XT.shape
+        sq = np.empty(n) if out is None else out
+        w = np.empty((2, n)) if work is None else work
+        t, u = w[0], w[1]
         ls = self.lengthscale_array
-        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-            diff = (X - x[None, :]) / ls
-            sq = np.einsum("ij,ij->i", diff, diff)
-            if self.kind == "matern52":
-                r = np.sqrt(sq)
-                k = (1.0 + math.sqrt(5.0) * r + (5.0 / 3.0) * sq) * np.exp(-math.sqrt(5.0) * r)
-                return np.where(np.isfinite(sq), k, 0.0)  # r = inf: the limit 0, never inf * 0
-            return np.exp(-0.5 * sq)
+        ls = np.broadcast_to(ls, (d,)) if ls.size == 1 else ls
+
+        def scaled_square(k: int, into: np.ndarray) -> np.ndarray:
+            np.subtract(XT[k], x[k], out=into)
+            np.divide(into, ls[k], out=into)
+            return np.multiply(into, into, out=into)
+
+        if d <= 2:
+            scaled_square(0, sq)
+            for k in range(1, d):
+                np.add(sq, scaled_square(k, t), out=sq)
+        elif d <= 7:  # einsum's two interleaved accumulators (even, odd coordinates), then their sum
+            scaled_square(0, sq)
+            scaled_square(1, u)
+            for k in range(2, d):
+                acc = sq if k % 2 == 0 else u
+                np.add(acc, scaled_square(k, t), out=acc)
+            np.add(sq, u, out=sq)
+        else:
+            diff = (np.ascontiguousarray(XT.T) - x[None, :]) / self.lengthscale_array  # as (n, d), C order
+            sq[:] = np.einsum("ij,ij->i", diff, diff)
+        if self.kind != "matern52":
+            np.multiply(sq, -0.5, out=sq)
+            return np.exp(sq, out=sq)
+        s5 = math.sqrt(5.0)
+        np.sqrt(sq, out=u)
+        np.multiply(u, s5, out=u)  # √5 r
+        np.negative(u, out=t)
+        np.exp(t, out=t)  # exp(-√5 r)
+        np.add(u, 1.0, out=u)  # 1 + √5 r
+        np.multiply(sq, 5.0 / 3.0, out=sq)
+        np.add(u, sq, out=sq)  # (1 + √5 r) + 5r²/3
+        return np.multiply(sq, t, out=sq)
 
     def diag(self, X: Any) -> np.ndarray:
         """``k2(x, x) = 1`` for every row of ``X``."""

@@ -20,7 +20,6 @@ import numbers
 from typing import Any
 
 import numpy as np
-import torch
 
 from privtune.exceptions import InvalidParameterError
 from privtune.gp._incremental import IncrementalCholesky
@@ -107,10 +106,13 @@ class GPPosterior:
     Notes
     -----
     Each :meth:`add_observation` evaluates one kernel column k2(Λ, λ_new)
-    (GPyTorch), one triangular solve with the current Cholesky factor (O(n²))
-    and one product with the n × |Λ| matrix ``L⁻¹ K_cand`` (O(n |Λ|)); the
-    posterior mean and variance over Λ are then updated in O(|Λ|). No
-    |Λ| × |Λ| matrix is formed.
+    (numpy, the closed form GPyTorch's kernel evaluates), one triangular
+    solve with the current Cholesky factor (O(n²)) and one product with the
+    n × |Λ| matrix ``L⁻¹ K_cand`` (O(n |Λ|)); the posterior mean and variance
+    over Λ are then updated in O(|Λ|), in place, in buffers allocated once.
+    No |Λ| × |Λ| matrix is formed. The product with ``L⁻¹ K_cand`` reads the
+    whole matrix at every observation (8 n |Λ| bytes): at large |Λ| it is
+    bound by memory bandwidth and is most of an iteration's cost.
 
     If a squared Cholesky pivot would fall below ``min_pivot`` (zero or tiny
     noise with a repeated or nearly repeated point), that observation's noise
@@ -132,7 +134,6 @@ class GPPosterior:
         capacity: int = 32,
     ) -> None:
         self.X = _candidate_matrix(candidates, "GPPosterior")
-        self._X_t = torch.from_numpy(self.X.copy())  # for kernel columns, made once
         self._k2, self._k1 = _split_kernel(kernel, "GPPosterior")
         self.kernel = kernel
         self._B = np.ones((1, 1)) if self._k1 is None else self._k1.correlations
@@ -150,11 +151,38 @@ class GPPosterior:
         cap = check_integer(capacity, "capacity", low=1, owner="GPPosterior")
         self._factor = IncrementalCholesky(m, self.min_pivot, capacity=cap)
         self._mean = np.zeros(m)
+        self._init_buffers()
         self._a: list[float] = []  # L⁻¹ y
         self._tasks: list[int] = []
         self._index: list[int] = []  # candidate index, -1 for points off Λ
         self._points: list[np.ndarray] = []
         self._noise: list[float] = []
+
+    def _init_buffers(self) -> None:
+        """Candidates prepared for kernel columns (``Xᵀ``, one row per coordinate) and scratch rows over Λ.
+
+        Each iteration then evaluates its kernel column, updates the mean and
+        computes the UCB in place, with no |Λ|-sized temporary (at |Λ| = 65 536
+        each temporary was a fresh 512 KiB array, page faults included).
+        """
+        m = self.X.shape[0]
+        self._XT = self._k2._prepare(self.X)
+        self._col = np.empty(m)
+        self._scratch = np.empty((2, m))
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # pickles from before the buffers existed (they held a torch copy of X instead)
+        state = dict(state)
+        state.pop("_X_t", None)
+        self.__dict__.update(state)
+        if "_XT" not in state:
+            self._init_buffers()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for name in ("_XT", "_col", "_scratch"):  # rebuilt on loading
+            state.pop(name, None)
+        return state
 
     # -- sizes --------------------------------------------------------------
     @property
@@ -210,7 +238,7 @@ class GPPosterior:
         j = check_integer(candidate, "candidate", low=0, high=self.n_candidates - 1,
                           owner="GPPosterior.add_observation")
         x = self.X[j]
-        col = self._k2.column(self.X, x)
+        col = self._k2._column_prepared(self._XT, self.X[j], out=self._col, work=self._scratch)
         self._add(j, x, col, value, task, noise_var)
 
     def add_observation_at(
@@ -233,7 +261,7 @@ class GPPosterior:
                 "The 'x' parameter of GPPosterior.add_observation_at must be an encoded point "
                 f"of shape ({self.X.shape[1]},) in [0, 1]^d. Got shape {xx.shape}."
             )
-        col = self._k2(self.X, xx[None, :])[:, 0]
+        col = self._k2._column_prepared(self._XT, xx, out=self._col, work=self._scratch)
         self._add(-1, xx, col, value, task, noise_var)
 
     def _check_task(self, task: Any) -> int:
@@ -271,11 +299,16 @@ class GPPosterior:
                 pts = np.vstack([self._points[i] for i in off])
                 k_prev[off] = self._k2(pts, x[None, :])[:, 0]
             k_prev *= B[np.asarray(self._tasks, dtype=np.int64), t]
-        # k1(t, t) k2(x, x) = 1 by declaration (unit diagonals)
-        l, pivot, v = self._factor.extend(k_prev, 1.0 + noise, B[0, t] * col)
+        # k1(t, t) k2(x, x) = 1 by declaration (unit diagonals); k1(0, 0) = 1 scales nothing
+        b0t = float(B[0, t])
+        if b0t != 1.0:
+            np.multiply(col, b0t, out=col)
+        l, pivot, v = self._factor.extend(k_prev, 1.0 + noise, col)
         a_new = (y - float(l @ np.asarray(self._a))) / pivot if n else y / pivot
         self._a.append(a_new)
-        self._mean += a_new * v
+        tmp = self._scratch[0]
+        np.multiply(v, a_new, out=tmp)
+        np.add(self._mean, tmp, out=self._mean)
         self._tasks.append(t)
         self._index.append(j)
         self._points.append(np.array(x, dtype=np.float64))
@@ -310,7 +343,20 @@ class GPPosterior:
     def ucb(self, beta: float) -> np.ndarray:
         """GP-UCB over Λ on the standardised scale: ``μ_n + sqrt(beta) σ_n`` (Kusner eq. 3)."""
         b = check_real(beta, "beta", low=0.0, closed="left", owner="GPPosterior.ucb")
-        return self._mean + math.sqrt(b) * self.std
+        return self._ucb_into(b, np.empty(self.n_candidates))
+
+    def _ucb_into(self, beta: float, out: np.ndarray) -> np.ndarray:
+        """:meth:`ucb` written into ``out``, the same operations in the same order (bit-identical)."""
+        np.subtract(1.0, self._factor.colsq, out=out)
+        np.maximum(out, 0.0, out=out)
+        np.sqrt(out, out=out)
+        np.multiply(math.sqrt(beta), out, out=out)
+        return np.add(self._mean, out, out=out)
+
+    def ucb_argmax(self, beta: float) -> int:
+        """``argmax ucb(beta)`` (lowest index among ties), computed in a scratch row: no allocation."""
+        b = check_real(beta, "beta", low=0.0, closed="left", owner="GPPosterior.ucb_argmax")
+        return int(np.argmax(self._ucb_into(b, self._scratch[1])))
 
     def __repr__(self) -> str:
         return (f"GPPosterior(n_candidates={self.n_candidates}, "
