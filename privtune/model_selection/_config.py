@@ -58,6 +58,7 @@ from privtune.model_selection._splitting import (  # noqa: F401 - re-exported
     _same,
     _SplitMixin,
 )
+from privtune.model_selection._subsampling import check_relation, subsample_fraction
 from privtune.model_selection._training import (
     check_training_estimator,
     declares_by_size,
@@ -242,11 +243,14 @@ class _SearchConfigMixin(_MethodSetupMixin, _SplitMixin):
         checked["stopping"] = (checked["method"] == "random"
                                and (dict(self.method_params or {}).get("selection") == "random-stopping"
                                     or self._auto_stopping()))
+        checked["subsample"] = subsample_fraction(self, checked["stopping"])
         if training_sensitive:
             # The estimator's own accountant is charged the whole training plan too (the fits charge tickets)
             checked["own_accountant"] = estimator_accountant(self.estimator, checked["space"].names, owner=owner)
             one_fit, one_budget = per_fit_event(self.estimator)
             checked["one_fit"], checked["one_fit_budget"] = one_fit, one_budget
+            if checked["subsample"] is not None:
+                check_relation(one_fit)
             seeded_fits = explicit_random_states(self.estimator, checked["space"].names)
             if self.random_state is None and seeded_fits:
                 raise InvalidParameterError(
@@ -331,6 +335,11 @@ class _SearchConfigMixin(_MethodSetupMixin, _SplitMixin):
         if n_train is not None:
             settings = self._sized_fit(settings, check_integer(n_train, "n_train", low=1,
                                                                owner="PrivateSearchCV.privacy_plan"))
+        elif settings.subsample is not None:
+            raise InvalidParameterError(
+                "PrivateSearchCV.privacy_plan: subsampled tuning (method_params['subsample']) tunes on a subset of "
+                "floor(subsample * n_train) training rows, so its plan depends on the number of training rows: "
+                "pass n_train.")
         elif settings.stopping and settings.one_fit is not None and settings.fit_rows is None:
             self._check_stopping_run(settings.one_fit, settings.one_fit_budget)  # the size-free bound: refused
         m = check_integer(n_validation, "n_validation", low=2, owner="PrivateSearchCV.privacy_plan")

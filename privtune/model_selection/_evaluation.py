@@ -29,6 +29,7 @@ from privtune.model_selection._parallel import make_mapper
 from privtune.model_selection._plan import SearchData, SearchPlan, SearchRun, TrainingRole
 from privtune.model_selection._progress import _Progress
 from privtune.model_selection._seeding import CANDIDATE, FitSeeder
+from privtune.model_selection._subsampling import draw_subset
 from privtune.model_selection._training import (
     _RunKeeper,
     charge_training_plan,
@@ -92,6 +93,8 @@ class _SearchEvaluationMixin:
         if train_acc is not None:  # every candidate's solver plan, from public sizes, before anything is charged
             X_tr, folds = data.X_tr, plan.folds
             sizes = {len(part) for part, _ in folds} if folds else set()
+            if plan.settings.tuning_rows is not None:  # subsampled tuning: the runs fit m rows
+                sizes.add(plan.settings.tuning_rows)
             check_candidate_plans(self.estimator, plan.candidates, sizes | {n_rows(X_tr)}, n_columns(X_tr),
                                   like=X_tr if plan.training_probe is None else plan.training_probe,
                                   fit_params=data.fit_params)
@@ -185,6 +188,9 @@ class _SearchEvaluationMixin:
         settings, method = plan.settings, plan.method
         X_tr, y_tr, X_v, y_v, fit_params = data.X_tr, data.y_tr, data.X_v, data.y_v, data.fit_params
         folds, scorer, tickets, reuse = plan.folds, plan.scorer, role.tickets, role.reuse
+        if settings.tuning_rows is not None:  # subsampled tuning: every run fits the same secret subset of m rows
+            subset = draw_subset(plan.source, n_rows(X_tr), settings.tuning_rows)
+            X_tr, y_tr, fit_params = rows(X_tr, subset), rows(y_tr, subset), fit_params.restricted(subset)
         runs_of: dict[str, int] = {}  # how often each candidate ran, when runs are counted in this process
         # Evaluated here, without a worker pool (see _evaluation), runs are counted for their seeds; workers cannot
         # share a count, so a candidate evaluated again there gets the same seed (the same fit).

@@ -183,7 +183,7 @@ class _MethodSetupMixin:
                 f"'method_params' must not set {clash}: privtune derives them from PrivateSearchCV's own settings "
                 "(epsilon, delta, n_iter, scoring and score_bounds, score_sensitivity, the validation size), which "
                 "the report and the ledger state. Set those parameters of PrivateSearchCV instead.")
-        params.update(dict(self.method_params or {}))
+        params.update({k: v for k, v in dict(self.method_params or {}).items() if k != "subsample"})  # the search's
         if settings.stopping and "selection" not in params:  # method="auto" with sensitive="training"
             params["selection"] = "random-stopping"
         if settings.stopping and settings.one_fit is not None and settings.cv is not None:

@@ -68,6 +68,12 @@ class SearchSettings:
     public_fit_accountants : dict
         With public training rows, the estimator's accountants (by parameter name) that no fit charges; empty
         otherwise.
+    subsample : float or None
+        Subsampled tuning's fraction (``method_params["subsample"]``, :mod:`._subsampling`); None without it.
+    tuning_rows, train_rows : int or None
+        With ``subsample`` and the rows known: the secret tuning subset's size m and the training rows n (public).
+    tuning_fit, tuning_fit_budget : PrivacyEvent, Budget or None
+        With ``subsample``: one tuning fit's declared event (at m rows) and its budget.
     """
 
     epsilon: float
@@ -89,6 +95,11 @@ class SearchSettings:
     one_fit_budget: Any = None
     fit_rows: int | None = None
     public_fit_accountants: Mapping[str, Any] = field(default_factory=dict)
+    subsample: float | None = None
+    tuning_rows: int | None = None
+    train_rows: int | None = None
+    tuning_fit: Any = None
+    tuning_fit_budget: Any = None
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from privtune.model_selection._inputs import (
 from privtune.model_selection._plan import SearchData, SearchPlan, SearchRun, SearchSettings
 from privtune.model_selection._proxy import check_proxy
 from privtune.model_selection._scoring import BoundedScorer
+from privtune.model_selection._subsampling import tuning_rows
 from privtune.model_selection._training import (
     declares_by_size,
     is_pipeline,
@@ -128,19 +129,31 @@ class _SearchPlanningMixin:
         declares a size-free bound before the rows are known (``privacy_plan``, ``_validate_params``); every fit
         of a one-split search reads exactly ``n_train`` rows (public), so the plan charges the exact event of such
         a fit instead (at most the bound, and an RDP curve that composes and that random stopping can use). With
-        ``cv`` the folds' sizes differ by a row and the size-free bound stays.
+        ``cv`` the folds' sizes differ by a row and the size-free bound stays. With subsampled tuning
+        (``method_params["subsample"]``) it also fixes the tuning subset's size m and one tuning fit's event at m
+        rows (``tuning_rows``, ``tuning_fit``).
 
         Raises
         ------
         InvalidParameterError
-            Random stopping over an event it cannot bound, before anything is read or spent.
+            Random stopping over an event it cannot bound, or a tuning subset of fewer than 2 rows, before anything
+            is read or spent.
         """
-        if settings.one_fit is None or settings.cv is not None or not declares_by_size(self.estimator):
+        if settings.one_fit is None or settings.cv is not None:
             return settings
-        one_fit, one_budget = per_fit_event(self.estimator, n_train)
-        if settings.stopping:
-            self._check_stopping_run(one_fit, one_budget)
-        return replace(settings, one_fit=one_fit, one_fit_budget=one_budget, fit_rows=int(n_train))
+        if declares_by_size(self.estimator):
+            one_fit, one_budget = per_fit_event(self.estimator, n_train)
+            if settings.stopping:
+                self._check_stopping_run(one_fit, one_budget)
+            settings = replace(settings, one_fit=one_fit, one_fit_budget=one_budget, fit_rows=int(n_train))
+        if settings.subsample is not None:  # subsampled tuning: the runs fit m = floor(q n) rows (_subsampling)
+            m = tuning_rows(settings.subsample, int(n_train))
+            tuning_fit, tuning_budget = (per_fit_event(self.estimator, m) if declares_by_size(self.estimator)
+                                         else (settings.one_fit, settings.one_fit_budget))
+            self._check_stopping_run(tuning_fit, tuning_budget)
+            settings = replace(settings, tuning_rows=m, train_rows=int(n_train), tuning_fit=tuning_fit,
+                               tuning_fit_budget=tuning_budget)
+        return settings
 
     def _sizes(self, settings: SearchSettings, scorer: BoundedScorer, n_classes: int,
                data: SearchData) -> tuple[int, int, float]:

@@ -69,7 +69,7 @@ class _SearchReleaseMixin:
             best = clone(plan.fit_estimator).set_params(**self.best_params_)
             derived = seeder.seed(best, REFIT, self.best_params_)
             if tickets is not None:  # paid for up front, like every candidate fit
-                set_fit_accountant(best, FitTickets(tickets.budget, 1).accountant())
+                set_fit_accountant(best, FitTickets(plan.settings.one_fit_budget or tickets.budget, 1).accountant())
             t0 = time.perf_counter()
             try:
                 with warnings.catch_warnings() if train_acc is not None else contextlib.nullcontext():

@@ -68,6 +68,7 @@ from privtune.model_selection._fit_accountants import (  # noqa: F401 - re-expor
     without_accountants,
 )
 from privtune.model_selection._plan import SearchSettings
+from privtune.model_selection._subsampling import tuning_event
 from privtune.model_selection._training_accounting import (  # noqa: F401 - re-exported
     FitTickets,
     PrepaidFitAccountant,
@@ -130,7 +131,8 @@ class _TrainingRoleMixin:
         Papernot & Steinke's bound covers the best run's whole output, its model
         included.
         """
-        return self.refit and self.sensitive != "validation" and n_folds == 1 and method.name == "random"
+        return (self.refit and self.sensitive != "validation" and n_folds == 1 and method.name == "random"
+                and settings.subsample is None)  # subsampled tuning: the runs saw a subset; the refit sees all
 
     def largest_fit_epsilon(self, n_validation: int, n_classes: int | None = None, *, rtol: float = 1e-4,
                             n_train: int | None = None) -> float:
@@ -260,8 +262,13 @@ class _TrainingRoleMixin:
             try:
                 trial = clone(self.estimator).set_params(**{key: eps})
                 one_fit = per_fit_event(trial, settings.fit_rows)[0]
-                event = (method.selection_event(one_fit, label="best of a secret number of DP fits")
-                         if settings.stopping else None)
+                if settings.subsample is not None:
+                    tuning_fit = (per_fit_event(trial, settings.tuning_rows)[0] if declares_by_size(trial)
+                                  else one_fit)
+                    event = tuning_event(method, tuning_fit, settings.train_rows, settings.tuning_rows)
+                else:
+                    event = (method.selection_event(one_fit, label="best of a secret number of DP fits")
+                             if settings.stopping else None)
                 plan = training_plan(one_fit, n_fits=n_fits or 0, refit=refit_fit, stopping_event=event)
                 return _plan_refusal(plan, Accountant(budget), own) is None
             except (PrivtuneError, ArithmeticError, ValueError, TypeError):
@@ -304,7 +311,11 @@ class _TrainingRoleMixin:
         stopping = settings.stopping
         n_fits = None if stopping else n_evals * n_folds
         stopping_event = None
-        if stopping and n_folds == 1:
+        if settings.subsample is not None:  # random stopping on a secret subset of m rows, amplified (_subsampling)
+            check_candidate_costs(self.estimator, candidates, settings.tuning_fit, settings.tuning_fit_budget,
+                                  n_samples=settings.tuning_rows)
+            stopping_event = tuning_event(method, settings.tuning_fit, settings.train_rows, settings.tuning_rows)
+        elif stopping and n_folds == 1:
             # Disjoint roles: against a training row each run is exactly as private as its fit (its noisy score
             # is a post-processing of the fitted model, the validation rows being fixed), so the training role's
             # bound is Papernot & Steinke's over runs of the fit alone, with the same secret K.
@@ -339,4 +350,4 @@ class _TrainingRoleMixin:
                 err.largest_fit_epsilon = largest  # type: ignore[attr-defined]
                 err.accountant_refusal = str(exc)  # type: ignore[attr-defined]
                 raise err from None
-        return acc, plan, FitTickets(one_budget, n_fits)
+        return acc, plan, FitTickets(settings.tuning_fit_budget or one_budget, n_fits)
