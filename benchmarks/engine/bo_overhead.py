@@ -79,7 +79,7 @@ from privtune.gp import GPPosterior, InputKernel, MultiTaskKernel, TaskKernel, g
 from privtune.space import Real, SearchSpace, candidate_set  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
-from benchmarks._common import RESULTS  # noqa: E402
+from benchmarks._common import RESULTS, output_dir  # noqa: E402
 
 OUT = RESULTS
 pc = time.perf_counter
@@ -332,13 +332,143 @@ def scale(out: Path | None) -> dict:
     return res
 
 
+LARGE = {"sizes": (4096, 16384, 65536), "Ts": (50, 100, 300), "dims": (2, 6), "reps": 3}
+
+
+def noisy_run(cands, T, seed=0):
+    """The whole NoisyUCB.run (plan, T Gaussian releases, loop, final release), objective CPU time subtracted."""
+    from privtune.bo.noisy_ucb import NoisyUCB
+
+    obj = TimedObjective()
+    method = NoisyUCB(epsilon=EPSILON, delta=DELTA, n_iter=T, score_sensitivity=0.01, score_bounds=(-1.0, 1.0))
+    c = cpu()
+    rel = method.run(obj, cands, random_state=seed)
+    tc = cpu() - c
+    assert rel.n_iter == T
+    return {"cpu": tc - obj.cpu}
+
+
+def large(out: Path, reps: int, quick: bool = False) -> dict:
+    """privtune's whole ``GPUCB.run`` and ``NoisyUCB.run`` against Optuna's TPE, interleaved, in CPU time.
+
+    For each d, |Λ| and T and each repetition r: one TPE run of T trials
+    (``TPESampler(seed=r)``, defaults), then ``GPUCB.run`` (γ_T cache cleared:
+    γ_T is computed as on the first search over a Λ) and ``NoisyUCB.run``
+    (score sensitivity 0.01) with ``random_state=r``. Cost per iteration =
+    process CPU time of the run minus the objective's, divided by T. The
+    ratio privtune / TPE is taken within each repetition (the two ran seconds
+    apart, under the same load); the table gives its median and range over the
+    repetitions. Growth with T: log-log slope of the per-iteration cost from
+    the smallest to the largest T. γ_T alone is timed once per (d, |Λ|, T):
+    the share of ``GPUCB.run`` a second search over the same Λ does not pay
+    (privtune caches γ_T per candidate set).
+    """
+    import optuna  # the peer: required here
+
+    sizes, Ts, dims = ((1024,), (10, 20), (2,)) if quick else (LARGE["sizes"], LARGE["Ts"], LARGE["dims"])
+    res: dict = {"started": time.strftime("%Y-%m-%d %H:%M:%S"), "loadavg_start": loadavg(),
+                 "command": "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/engine/bo_overhead.py --large"
+                 + ("" if reps == LARGE["reps"] else f" --reps {reps}"),
+                 "platform": platform.platform(), "python": sys.version.split()[0], "numpy": np.__version__,
+                 "optuna": optuna.__version__, "cpu_count": os.cpu_count(), "reps": reps,
+                 "commit": _git_head(), "rows": [], "growth": {}}
+    print(f"load average at start: {res['loadavg_start']}", flush=True)
+    t0 = pc()
+    optuna_run("tpe", 2, 12)  # warm-ups
+    privtune_run(candidate_set(make_space(2), 256, random_state=0), 5)
+    noisy_run(candidate_set(make_space(2), 256, random_state=0), 5)
+    for d in dims:
+        for n in sizes:
+            cands = candidate_set(make_space(d), n, random_state=0)
+            for T in Ts:
+                tpe, gp, nu = [], [], []
+                for r in range(reps):
+                    tpe.append(float(np.sum(optuna_run("tpe", d, T, seed=r)["per_c"])) / T)
+                    gp.append(privtune_run(cands, T, seed=r)["cpu"] / T)
+                    nu.append(noisy_run(cands, T, seed=r)["cpu"] / T)
+                c = cpu()
+                gamma_T(cands.X, T, NOISE_STD**2, kernel=default_kernel())
+                g = cpu() - c
+                row = {"d": d, "n_candidates": n, "T": T,
+                       "tpe_ms": [ms(x) for x in tpe], "gpucb_ms": [ms(x) for x in gp],
+                       "noisyucb_ms": [ms(x) for x in nu], "gamma_T_ms_per_iter": ms(g / T),
+                       "ratio_gpucb": [a / b for a, b in zip(gp, tpe, strict=True)],
+                       "ratio_noisyucb": [a / b for a, b in zip(nu, tpe, strict=True)]}
+                res["rows"].append(row)
+                print(f"d={d} |Λ|={n:5d} T={T:3d}: TPE {ms(med(tpe)):.2f}, GPUCB {ms(med(gp)):.2f} "
+                      f"(γ_T {ms(g / T):.2f}), NoisyUCB {ms(med(nu)):.2f} ms/it; ratios "
+                      f"{med(row['ratio_gpucb']):.2f}, {med(row['ratio_noisyucb']):.2f}", flush=True)
+    for d in dims:
+        for n in sizes:
+            rs = [r for r in res["rows"] if r["d"] == d and r["n_candidates"] == n]
+            Tv = [r["T"] for r in rs]
+            res["growth"][f"d={d},n={n}"] = {
+                k: loglog_slope(Tv, [med(r[f"{k}_ms"]) for r in rs]) for k in ("tpe", "gpucb", "noisyucb")}
+    res["loadavg_end"] = loadavg()
+    res["total_runtime_s"] = pc() - t0
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bo_overhead_large.json").write_text(json.dumps(res, indent=1, default=_jsonable))
+    (out / "bo_overhead_large.md").write_text(render_large(res))
+    print(render_large(res))
+    print(f"wrote {out / 'bo_overhead_large.json'} and .md")
+    return res
+
+
+def _git_head():
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).resolve().parent, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def render_large(res: dict) -> str:
+    def spread(xs):
+        return f"{med(xs):.2f} [{min(xs):.2f}–{max(xs):.2f}]"
+
+    L = ["# privtune's engine against Optuna TPE at large candidate sets (CPU time, interleaved)\n",
+         f"Run {res['started']} (commit {res['commit']}), {res['platform']}, Python {res['python']}, numpy "
+         f"{res['numpy']}, Optuna {res['optuna']}; {res['cpu_count']} CPUs, one thread. Load average (1/5/15 min) "
+         f"start {res['loadavg_start']}, end {res['loadavg_end']}; {res['total_runtime_s']:.0f} s. "
+         f"Command: `{res['command']}`.\n",
+         "Per-iteration **process CPU time** of the whole `GPUCB.run` (γ_T computed, not cached; plan, loop, both "
+         "releases) and `NoisyUCB.run` (T + 1 Gaussian releases, loop), objective time subtracted, against "
+         "Optuna's `TPESampler` (defaults, ask/tell, in memory). Each repetition runs TPE, then GPUCB, then "
+         f"NoisyUCB ({res['reps']} repetitions, seeds 0..{res['reps'] - 1}); ratios are taken within a "
+         "repetition: median [min–max]. A ratio at or below 1 meets issue 41's target. γ_T alone: the part of "
+         "GPUCB's cost that a second search over the same Λ does not pay (cached).\n",
+         "| d | \\|Λ\\| | T | TPE ms/it | GPUCB ms/it | of which γ_T | NoisyUCB ms/it | GPUCB / TPE | NoisyUCB / TPE |",
+         "|---|---|---|---|---|---|---|---|---|"]
+    for r in res["rows"]:
+        L.append(f"| {r['d']} | {r['n_candidates']} | {r['T']} | {med(r['tpe_ms']):.2f} | {med(r['gpucb_ms']):.2f} "
+                 f"| {r['gamma_T_ms_per_iter']:.2f} | {med(r['noisyucb_ms']):.2f} | {spread(r['ratio_gpucb'])} "
+                 f"| {spread(r['ratio_noisyucb'])} |")
+    L += ["", "Growth with T (log-log slope of the per-iteration cost from the smallest to the largest T; 1 = the "
+          "per-iteration cost doubles when T doubles):", "", "| d | \\|Λ\\| | TPE | GPUCB | NoisyUCB |",
+          "|---|---|---|---|---|"]
+    for k, v in res["growth"].items():
+        d, n = (p.split("=")[1] for p in k.split(","))
+        L.append(f"| {d} | {n} | {v['tpe']:.2f} | {v['gpucb']:.2f} | {v['noisyucb']:.2f} |")
+    met = [r for r in res["rows"] if med(r["ratio_gpucb"]) <= 1 and med(r["ratio_noisyucb"]) <= 1]
+    L += ["", f"Target (both ratios ≤ 1): met in {len(met)} of {len(res['rows'])} configurations."]
+    return "\n".join(L) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--scale", action="store_true",
                     help="only the large-|Λ| section: candidate_set at 65 536 points and the engine's worst iteration")
+    ap.add_argument("--large", action="store_true",
+                    help="only GPUCB.run and NoisyUCB.run against Optuna TPE at |Λ| up to 65 536, T up to 300 "
+                         "(CPU time, interleaved): bo_overhead_large.{json,md}")
     ap.add_argument("--quick", action="store_true", help="smoke test: tiny T, one size, no peers at T=100")
     ap.add_argument("--reps", type=int, default=5, help="repetitions of each privtune measurement")
     args = ap.parse_args()
+    if args.large:
+        large(output_dir(args.quick), reps=args.reps if args.reps != 5 else LARGE["reps"], quick=args.quick)
+        return
     if args.scale:
         scale(OUT)
         return
