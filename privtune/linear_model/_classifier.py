@@ -90,8 +90,9 @@ class _LinearClassifier(_ScorePredictMixin, ClassifierMixin, BaseEstimator):
         if self.classes is None:
             accepted = ("binary", "multiclass") if self._multiclass() else ("binary",)
             try:
-                check_classification_targets(y)
                 y_type = type_of_target(y, input_name="y")
+                if y_type != "binary":  # its checks and warning (a binary target passes them: one pass fewer)
+                    check_classification_targets(y)
                 classes = np.unique(y) if y_type in accepted else None
             except Exception:  # noqa: BLE001 - labels numpy cannot compare or sort: never the label's own text
                 raise InvalidParameterError(

@@ -148,6 +148,23 @@ class MarginLoss:
         d = -np.fmin(np.fmax((1.0 - margin) / self.smoothing, 0.0), 1.0)  # np.clip's values; a NaN margin gets 0
         return d if self.max_slope >= 1.0 else np.fmax(d, -self.max_slope)
 
+    def _derivative_inplace(self, margin: np.ndarray) -> None:
+        """:meth:`derivative` written into ``margin`` (a float array): the same operations, hence the same values."""
+        if self.name == "logistic":
+            margin *= 0.5
+            np.tanh(margin, out=margin)
+            margin -= 1.0
+            margin *= 0.5
+            np.fmax(margin, -min(self.max_slope, 1.0), out=margin)
+            return
+        np.subtract(1.0, margin, out=margin)
+        margin /= self.smoothing
+        np.fmax(margin, 0.0, out=margin)
+        np.fmin(margin, 1.0, out=margin)
+        np.negative(margin, out=margin)
+        if self.max_slope < 1.0:
+            np.fmax(margin, -self.max_slope, out=margin)
+
     def _raw_value(self, margin: np.ndarray) -> np.ndarray:
         if self.name == "logistic":
             return np.logaddexp(0.0, -margin)
@@ -183,7 +200,8 @@ class MarginLoss:
 
         The rows are read block by block (about 512 KiB of rows, so that each
         block's second product reads the rows the first has just brought into
-        cache). In a block, the margins ``U_b w`` and the clipped derivatives
+        cache; 8 MiB for float32 rows, where the per-block calls cost more than
+        the cache saves). In a block, the margins ``U_b w`` and the clipped derivatives
         ``c_i`` (times the labels) run in ``U``'s dtype. The **sum over rows**
         ``sum_i c_i u_i`` depends on the dtype:
 
@@ -234,8 +252,11 @@ class MarginLoss:
         *Notation.* ``c_i`` is the computed derivative of row ``i`` times its
         label; it depends on row ``i``, its position and ``w`` only (the margin
         of row ``i`` is computed from row ``i`` and ``w``: the BLAS product
-        ``U_b w`` does not mix rows, and ``U`` is made C-contiguous first, so
-        that its layout cannot differ between neighbours), and
+        ``U_b w`` does not mix rows; its rounding follows the layout of ``U``
+        -- float32 rows in Fortran order are read as they are, every other
+        array is made C-contiguous first -- and no code path lets the rows
+        choose the layout (:func:`_weighted_row_mean`), so it cannot differ
+        between neighbours), and
         ``|c_i| <= kappa' = kappa (1 + 2**-24)`` (the float32 rounding of the
         clip value). ``u_32 = 2**-24``,
         ``u_64 = 2**-53``, ``gamma^p_k = k u_p / (1 - k u_p)``; absolute values
@@ -314,14 +335,50 @@ class MarginLoss:
         .. [Hig02] N. J. Higham, "Accuracy and Stability of Numerical
            Algorithms", 2nd ed., SIAM 2002, sections 3.1 and 4.2.
         """
+        zt = z.astype(U.dtype if U.dtype in (np.float32, np.float64) else np.float64, copy=False)
+
         def coefficients(Ub: np.ndarray, start: int, wd: np.ndarray) -> np.ndarray:
-            zb = z[start:start + Ub.shape[0]].astype(Ub.dtype, copy=False)
-            c = self.derivative(zb * (Ub @ wd))
+            zb = zt[start:start + Ub.shape[0]]
+            c = np.matmul(Ub, wd)
+            c *= zb
+            self._derivative_inplace(c)
             c *= zb
             return c
 
         g = _weighted_row_mean(U, w, coefficients)
         return g + alpha * w if alpha else g
+
+    def _gradient_pm1(self, w: np.ndarray, U: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """:meth:`gradient` with ``alpha = 0`` for labels known to be exactly -1 or +1 (the solvers' mapped labels).
+
+        For the logistic loss on float32 rows the label is folded into the
+        derivative, two passes over the margins fewer: with ``t = tanh(m / 2)``
+        (``m = u^T w`` unsigned), ``z phi_kappa'(z m) = clip((t - z) / 2, -kappa,
+        kappa)`` because ``tanh`` is odd and ``z**2 = 1``; the rows are summed
+        with ``2 c_i`` and the result halved (exact). Each operation is the
+        sign-flipped or power-of-two-scaled twin of one in :meth:`gradient`, so
+        the result has the same bits (``tests/optim/test_gradient_fast_path.py``
+        checks it against the reference formula), except that a NaN margin
+        (only an iterate beyond float32's range makes one) gets ``c = -kappa``
+        whatever the label, instead of ``-kappa z``: also inside the
+        coefficient bound ``|c| <= kappa`` the sensitivity analysis uses, and a
+        function of the row, its label and ``w`` only. Every other case is
+        :meth:`gradient`.
+        """
+        if self.name != "logistic" or U.dtype != np.float32:
+            return self.gradient(w, U, z, 0.0)
+        zt = z.astype(np.float32, copy=False)
+        bound = 2.0 * min(self.max_slope, 1.0)
+
+        def coefficients(Ub: np.ndarray, start: int, wd: np.ndarray) -> np.ndarray:
+            t = np.matmul(Ub, wd)  # m / 2: wd is w / 2 in float32
+            np.tanh(t, out=t)
+            t -= zt[start:start + Ub.shape[0]]
+            np.fmax(t, -bound, out=t)  # a NaN margin gets -2 kappa
+            np.fmin(t, bound, out=t)
+            return t
+
+        return _weighted_row_mean(U, 0.5 * np.asarray(w, dtype=np.float64), coefficients, coefficient_scale=0.5)
 
     def objective(self, w: np.ndarray, U: np.ndarray, z: np.ndarray, alpha: float) -> float:
         """``(1/n) sum phi(z_i u_i^T w) + (alpha / 2) ||w||^2`` (evaluation only)."""

@@ -2,7 +2,7 @@ r"""Storage of the margin solvers' rows: the float range of the declared bounds,
 
 The rows every margin solver reads are mapped into its domain (:func:`map_into_domain`: a non-finite entry becomes
 0, a row with an invalid label the zero row), clipped to the declared L1 and L2 bounds (:func:`clip_rows`), or
-clipped and stored once as a C-contiguous float32 array marked with its bounds (:func:`compact_rows`,
+clipped and stored once as a column-major float32 array marked with its bounds (:func:`compact_rows`,
 :class:`ClippedRows`), in the dtype that :func:`storage_dtype` picks from the public bounds (float32, float64, or a
 refusal before any charge, :func:`check_storage`). The sensitivity argument these serve is in
 :mod:`privtune.optim._losses` (which re-exports every name of this module, split from it in issue 39) and in
@@ -237,7 +237,11 @@ def zero_non_finite(U: np.ndarray) -> np.ndarray:
     is never modified.
     """
     finite = np.isfinite(U)
-    return U if finite.all() else np.where(finite, U, U.dtype.type(0))
+    if finite.all():
+        return U
+    out = U.copy(order="K")  # the layout of U, whichever entries are mapped
+    out[~finite] = 0
+    return out
 
 
 def map_into_domain(U: np.ndarray, z: np.ndarray, n_classes: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -254,7 +258,8 @@ def map_into_domain(U: np.ndarray, z: np.ndarray, n_classes: int | None = None) 
     valid = valid_labels(z, n_classes)
     U = zero_non_finite(U)
     if not valid.all():
-        U = np.where(valid[:, None], U, U.dtype.type(0))
+        U = U.copy(order="K")  # the layout of U, whichever rows are mapped (it sets the gradient's rounding)
+        U[~valid] = 0
         z = np.where(valid, z, 1.0 if n_classes is None else 0.0)
     return U, z
 
@@ -287,7 +292,7 @@ def clip_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, own
     if factor is None:
         return U
     rows = np.flatnonzero(factor < 1.0)
-    out = U.copy()
+    out = U.copy(order="K")  # the layout of U (the gradient's rounding follows it; it must not depend on the rows)
     shrink = _FLOAT32_SHRINK if single else _CLIP_SHRINK
     scale = factor[rows] * shrink
     if single and bool(np.any(scale < _FLOAT32_NORMAL)):  # a per-row map: such a row is scaled in float64
@@ -300,11 +305,13 @@ def clip_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, own
 
 def compact_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, owner: str,
                  name: str = "X", intercept: float = 0.0, dtype: Any = np.float32) -> tuple[np.ndarray, float]:
-    """The rows clipped as by :func:`clip_rows`, scaled by ``1 - 2**-16``, as one C-contiguous float32 array.
+    """The rows clipped as by :func:`clip_rows`, scaled by ``1 - 2**-16``, as one column-major float32 array.
 
     The full-batch trainers spend nearly all their time in two memory-bound
     passes over the rows per step (``U @ w`` and ``U.T @ c``); storing them in
-    float32 halves that traffic. Every row is clipped in float64 and then
+    float32 halves that traffic, and storing them column by column (Fortran
+    order, whatever the data; issue 41) makes ``U @ w`` a column-major BLAS
+    product, about three times faster than on rows of 21 floats. Every row is clipped in float64 and then
     multiplied by ``1 - 2**-16`` before the cast, so that the float32 rounding
     (a relative ``2**-24`` per entry) leaves the exact norms of the stored rows
     strictly inside the declared bounds: the sensitivity analysis holds for the
@@ -330,7 +337,7 @@ def compact_rows(U: np.ndarray, l1_bound: float, l2_bound: float, *, mode: str, 
     """
     factor = _clip_factors(U, l1_bound, l2_bound, mode=mode, owner=owner, name=name)
     n, d = U.shape
-    out = np.empty((n, d + (intercept > 0.0)), dtype=dtype)
+    out = np.empty((n, d + (intercept > 0.0)), dtype=dtype, order="F")
     scale = np.full(n, _FLOAT32_SHRINK)
     if factor is not None:  # clipped rows as clip_rows leaves them (factor * _CLIP_SHRINK), then the shrink
         over = factor < 1.0

@@ -33,7 +33,7 @@ def _rows_at_and_over_the_bound(seed: int, n: int = 400, d: int = 37) -> np.ndar
 def test_stored_rows_are_inside_the_l2_bound_in_exact_arithmetic(seed):
     X = _rows_at_and_over_the_bound(seed)
     U, s = compact_rows(X, math.inf, 1.0, mode="rows", owner="t", intercept=0.5)
-    assert U.dtype == np.float32 and U.flags.c_contiguous and U.shape == (400, 38)
+    assert U.dtype == np.float32 and U.flags.f_contiguous and U.shape == (400, 38)  # column-major (issue 41)
     assert 0.0 < s < 0.5 and np.all(U[:, -1] == np.float32(s))
     for row in U[:, :-1]:
         assert _exact_sq_norm(row) < 1  # strictly inside, whatever float32 rounding did

@@ -39,7 +39,7 @@ def _worst_ratio(loss, U, z, w, sens, ord_, positions):
     g = loss.gradient(w, U, z, 0.0)
     worst = 0.0
     for k in positions:
-        U2 = U.copy()
+        U2 = U.copy(order="K")  # the same layout: the rounding follows it, and no path lets the rows choose it
         U2[k] = -U[k]  # replace one row by its opposite: still within the bounds
         worst = max(worst, float(np.linalg.norm(g - loss.gradient(w, U2, z, 0.0), ord=ord_)) / sens)
     return worst
@@ -69,15 +69,38 @@ def test_neighbouring_float32_rows_move_the_computed_gradient_by_at_most_the_sen
     assert 0.99 < worst <= 1.0, worst
 
 
-def test_the_audit_pair_detects_float32_sums_over_too_many_rows(monkeypatch):
-    """The pair above has power: with float32 sub-blocks of 4 096 rows (a local rounding of about
-    4096**2 2**-24 = 1 times the sensitivity) the computed difference exceeds the sensitivity."""
-    monkeypatch.setattr(row_sums_mod, "_SUB_ROWS", 4096)  # where the sum reads it
+class _PlusMinusOneLabels(MarginLoss):
+    """The solvers' path (:meth:`MarginLoss._gradient_pm1`, labels known to be +-1) under ``gradient``'s name."""
+
+    def gradient(self, w, U, z, alpha):
+        assert alpha == 0.0
+        return self._gradient_pm1(w, U, z)
+
+
+@pytest.mark.parametrize("layout", ["C", "F"])
+@pytest.mark.parametrize("loss_class", [MarginLoss, _PlusMinusOneLabels])
+def test_the_audit_pair_detects_float32_sums_over_too_many_rows(monkeypatch, layout, loss_class):
+    """The pair above has power: with float32 sub-blocks of 16 384 rows (a local rounding of up to about
+    16384**2 2**-24 = 16 times the sensitivity; BLAS's several accumulators keep it far lower) the computed
+    difference exceeds the sensitivity, in either layout. (At 4 096 rows it did in C order only: the
+    column-major product's accumulation is the more accurate.)"""
+    monkeypatch.setattr(row_sums_mod, "_SUB_ROWS", 16384)  # where the sum reads it
     U, z = _audit_pair()
+    U = np.ascontiguousarray(U) if layout == "C" else np.asfortranarray(U)
     n, d = U.shape
-    worst = _worst_ratio(MarginLoss("logistic", 1.0, 0.5), U, z, np.zeros(d), 2 * 0.5 / n, 2,
+    worst = _worst_ratio(loss_class("logistic", 1.0, 0.5), U, z, np.zeros(d), 2 * 0.5 / n, 2,
                          list(range(0, n, 1999)))
     assert worst > 1.0, worst
+
+
+def test_the_audit_pair_stays_within_the_sensitivity_on_the_solvers_path():
+    """The estimators' path: column-major float32 rows (compact_rows) and the +-1-label gradient."""
+    U, z = _audit_pair()
+    assert U.flags.f_contiguous
+    n, d = U.shape
+    worst = _worst_ratio(_PlusMinusOneLabels("logistic", 1.0, 0.5), U, z, np.zeros(d), 2 * 0.5 / n, 2,
+                         list(range(0, n, 1999)))
+    assert 0.99 < worst <= 1.0, worst
 
 
 def test_neighbouring_float32_rows_in_the_last_short_sub_block():
@@ -109,10 +132,11 @@ def test_neighbouring_float64_rows_at_the_bound_stay_within_the_sensitivity():
 
 
 def _at_offset(A: np.ndarray, offset: int) -> np.ndarray:
-    """A copy of ``A`` whose data starts ``offset`` bytes after a 64-byte boundary."""
+    """A copy of ``A`` (in its layout, C or Fortran) whose data starts ``offset`` bytes after a 64-byte boundary."""
     raw = np.empty(A.nbytes + 128, dtype=np.uint8)
     start = (-raw.ctypes.data) % 64 + offset
-    out = raw[start:start + A.nbytes].view(A.dtype).reshape(A.shape)
+    fortran = A.ndim > 1 and A.flags.f_contiguous and not A.flags.c_contiguous
+    out = raw[start:start + A.nbytes].view(A.dtype).reshape(A.shape, order="F" if fortran else "C")
     out[...] = A
     assert out.ctypes.data % 64 == offset
     return out
@@ -164,9 +188,17 @@ def test_the_gradient_does_not_depend_on_the_address_of_the_rows(dtype):
     for offset in (4, 8, 20, 36, 60):
         if offset % U.itemsize == 0:
             assert loss.gradient(w, _at_offset(U, offset), z, 0.0).tobytes() == g.tobytes()
-    # nor on its layout: a Fortran-ordered float32 X stays so in dp_accelerated until clip_rows copies it (in C
-    # order), which happens only if a row is over the bound; the margins' BLAS rounding follows the layout
-    assert loss.gradient(w, np.asfortranarray(U), z, 0.0).tobytes() == g.tobytes()
+    # float32 rows in Fortran order (compact_rows's) are read in that order, with their own rounding: also the
+    # same bits wherever they are, for both of the solvers' paths (gradient and the +-1-label _gradient_pm1)
+    F = np.asfortranarray(U)
+    gf, gp = loss.gradient(w, F, z, 0.0), loss._gradient_pm1(w, F, z)
+    assert _at_offset(F, 0).flags.f_contiguous
+    for offset in (4, 8, 20, 36, 60):
+        if offset % U.itemsize == 0:
+            assert loss.gradient(w, _at_offset(F, offset), z, 0.0).tobytes() == gf.tobytes()
+            assert loss._gradient_pm1(w, _at_offset(F, offset), z).tobytes() == gp.tobytes()
+    # a C-contiguous copy of any other layout is read like C rows
+    assert loss.gradient(w, U[:, ::-1][:, ::-1], z, 0.0).tobytes() == g.tobytes()
 
 
 def _gamma(k: int, u: Fraction) -> Fraction:

@@ -72,7 +72,14 @@ import numpy as np
 from privtune.accounting.accountant import Accountant
 from privtune.exceptions import InvalidParameterError
 from privtune.mechanisms._batched import PredrawnNoise
-from privtune.optim._losses import MULTICLASS_LOSSES, ClippedRows, clip_rows, map_into_domain, valid_labels
+from privtune.optim._losses import (
+    MULTICLASS_LOSSES,
+    ClippedRows,
+    MarginLoss,
+    clip_rows,
+    map_into_domain,
+    valid_labels,
+)
 from privtune.optim._result import DPOptimizeResult
 from privtune.optim.accelerated._plan import _make_plan, _Plan
 from privtune.optim.accelerated._plan import gaussian_run_multiplier as gaussian_run_multiplier  # re-exported
@@ -169,6 +176,9 @@ def _execute(plan: _Plan, U: np.ndarray, z: np.ndarray, *, noise: bool) -> DPOpt
     grads = np.empty((T, d))
     moms = np.empty(T)
     heavy_ball = plan.solver in ("gd", "hb")
+    # the labels are mapped into {-1, +1} (two classes) by _read_data: the margin losses' faster path holds
+    gradient = plan.loss._gradient_pm1 if isinstance(plan.loss, MarginLoss) else (
+        lambda w, Ub, zb: plan.loss.gradient(w, Ub, zb, 0.0))
     # The noise of every step is data-independent: draw it ahead, one exact-sampler call per distinct
     # noise parameter and block of steps (same law per step as plan.mechs[t].randomise; see
     # privtune.mechanisms._batched). Blocks hold at most _NOISE_BLOCK integers, whatever T and d.
@@ -186,9 +196,9 @@ def _execute(plan: _Plan, U: np.ndarray, z: np.ndarray, *, noise: bool) -> DPOpt
         q = x if heavy_ball else x + b * (x - x_prev)
         if rng is not None:
             idx = rng.choice(n, size=m, replace=False)
-            g = plan.loss.gradient(q, U[idx], z[idx], 0.0)
+            g = gradient(q, U[idx], z[idx])
         else:
-            g = plan.loss.gradient(q, U, z, 0.0)
+            g = gradient(q, U, z)
         # Noise goes on the data term only (|g|_1 <= R_1, so it always fits the exact grid); the
         # regulariser's gradient mu q is public (q is) and is added after: same release as the paper's.
         g_tilde = (stream.release(t - first, g) if stream is not None else g) + plan.mu * q
