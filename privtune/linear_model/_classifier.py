@@ -90,10 +90,17 @@ class _LinearClassifier(_ScorePredictMixin, ClassifierMixin, BaseEstimator):
         if self.classes is None:
             accepted = ("binary", "multiclass") if self._multiclass() else ("binary",)
             try:
-                y_type = type_of_target(y, input_name="y")
-                if y_type != "binary":  # its checks and warning (a binary target passes them: one pass fewer)
+                if isinstance(y, np.ndarray) and y.ndim == 1 and y.dtype.kind in "biu" and y.shape[0] > 0:
+                    # integer labels: type_of_target's answer from one np.unique (it would sort them twice more)
+                    classes = np.unique(y)
+                    y_type = "binary" if classes.shape[0] <= 2 else "multiclass"
+                else:
+                    y_type = type_of_target(y, input_name="y")
+                    classes = None
+                if y_type != "binary":  # its checks and warning (a binary target passes them)
                     check_classification_targets(y)
-                classes = np.unique(y) if y_type in accepted else None
+                if y_type in accepted and classes is None:
+                    classes = np.unique(y)
             except Exception:  # noqa: BLE001 - labels numpy cannot compare or sort: never the label's own text
                 raise InvalidParameterError(
                     f"{owner}.fit needs class labels in y (a continuous target is not supported). Unknown label "
