@@ -33,7 +33,10 @@ The side virtualenv (outside the repository, not committed)::
 (diffprivlib 0.6.6 imports ``sklearn.tree._tree.DOUBLE``, removed in scikit-learn 1.7.) The interpreter is
 ``--peer-python``, else ``$PRIVTUNE_PEER_PYTHON``, else ``/work/venvs/diffprivlib/bin/python``.
 
-Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/trainers/dp_logreg_speed.py`` (about 20 s). Writes
+A second table repeats the comparison at other sizes (``--sizes``, total rows before the split; default 2 000,
+20 000 and 200 000 training rows; 5 repeats of 3 pairs).
+
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/trainers/dp_logreg_speed.py`` (about 30 s). Writes
 ``benchmarks/results/dp_logreg_speed.json`` and ``.md``. ``--quick``: 2 000 rows, 2 repeats, into a temporary
 directory (skips diffprivlib when its interpreter is missing).
 """
@@ -64,6 +67,7 @@ from privtune.linear_model import DPLogisticRegression  # noqa: E402
 
 EPSILON = 1.0
 DEFAULT_PEER = "/work/venvs/diffprivlib/bin/python"
+SIZE_FITS = 3  # fit pairs per repeat in the size table
 
 #: The data generators, run as they are by this process and by the diffprivlib worker (same numpy and split).
 DATA_CODE = r'''
@@ -210,7 +214,7 @@ def _fmt(s, scale=1e3, digits=1):
     return f"{s['median'] * scale:.{digits}f} [{s['min'] * scale:.{digits}f}, {s['max'] * scale:.{digits}f}]"
 
 
-def report(results, meta):
+def report(results, meta, sizes):
     lines = ["# DP logistic regression fit time: privtune beside diffprivlib, interleaved (80 000 x 20, epsilon = 1)",
              "",
              f"Run {meta['date']} on {meta['machine']}, {meta['cpus']} CPUs shared with other jobs, OMP_NUM_THREADS=1; "
@@ -254,6 +258,19 @@ def report(results, meta):
                 cells.append(f"{row['privtune']['cpu'] * 1e3:.1f} / {row['diffprivlib']['cpu'] * 1e3:.1f} "
                              f"({row['ratio_cpu']:.2f}, {row['first']} first)")
         lines.append(f"- {design}: " + "; ".join(cells))
+    if sizes:
+        lines += ["", "## Other sizes (logreg_peers data, epsilon = 1)", "",
+                  f"{meta['size_repeats']} repeats of {SIZE_FITS} interleaved fit pairs each (medians kept), as above; "
+                  "CPU ms.",
+                  "", "| training rows | privtune CPU (ms) | diffprivlib CPU (ms) | CPU ratio: median [min, max] | "
+                  "privtune steps | diffprivlib iterations |", "|---|---|---|---|---|---|"]
+        for size, res in sizes.items():
+            s = res["summary"]
+            if "ratio_cpu" not in s:
+                continue
+            lines.append(f"| {int(size * 0.8):,} | {_fmt(s['privtune']['cpu'])} | {_fmt(s['diffprivlib']['cpu'])} | "
+                         f"{_fmt(s['ratio_cpu'], 1, 2)} | {', '.join(map(str, s['privtune']['n_iter']))} | "
+                         f"{', '.join(map(str, s['diffprivlib']['n_iter']))} |")
     return "\n".join(lines) + "\n"
 
 
@@ -267,11 +284,14 @@ def main(argv=None):
     ap.add_argument("--fits", type=int, default=5, help="alternating fit pairs per repeat (the median is kept)")
     ap.add_argument("--peer-python", default=os.environ.get("PRIVTUNE_PEER_PYTHON", DEFAULT_PEER))
     ap.add_argument("--designs", default="logreg_peers,trainer_peers")
+    ap.add_argument("--sizes", default="2500,25000,250000",
+                    help="other total row counts (80/20 split) for the size table, logreg_peers data; '' for none")
+    ap.add_argument("--size-repeats", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help=QUICK_HELP)
     args = ap.parse_args(argv)
     n = 100_000
     if args.quick:
-        args.repeats, n, args.fits = 2, 2_500, 2
+        args.repeats, n, args.fits, args.size_repeats, args.sizes = 2, 2_500, 2, 1, "1000"
     out = output_dir(args.quick)
     peer = None
     if Path(args.peer_python).exists():
@@ -281,6 +301,7 @@ def main(argv=None):
     meta = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "load_before": _load(),
             "machine": platform.platform(), "cpus": os.cpu_count(), "python": platform.python_version(),
             "numpy": np.__version__, "sklearn": sklearn.__version__, "repeats": args.repeats, "fits": args.fits,
+            "size_repeats": args.size_repeats,
             "peer_python": args.peer_python, "peer": peer.versions if peer else {},
             "command": "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/trainers/dp_logreg_speed.py"
                        + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:]))}
@@ -290,20 +311,22 @@ def main(argv=None):
     except OSError:
         meta["commit"] = "-"
     t0 = time.time()
-    results = {}
+    results, sizes = {}, {}
     try:
         for design in args.designs.split(","):
             results[design] = run_design(design, peer, args.repeats, n, args.fits)
+        for size in [int(v) for v in args.sizes.split(",") if v]:
+            sizes[size] = run_design("logreg_peers", peer, args.size_repeats, size, SIZE_FITS)
     finally:
         if peer is not None:
             peer.close()
     meta["elapsed_s"] = time.time() - t0
     meta["load_after"] = _load()
-    text = report(results, meta)
+    text = report(results, meta, sizes)
     print(text)
     out.mkdir(exist_ok=True)
     (out / "dp_logreg_speed.md").write_text(text)
-    (out / "dp_logreg_speed.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+    (out / "dp_logreg_speed.json").write_text(json.dumps({"meta": meta, "results": results, "sizes": sizes}, indent=1))
     print(f"wrote {out / 'dp_logreg_speed.md'}")
     return 0
 
