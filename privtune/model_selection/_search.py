@@ -228,7 +228,19 @@ class PrivateSearchCV(_SearchConfigMixin, _SearchResultsMixin, _TrainingRoleMixi
         ``selection_share``, ``observation_share``, ``selection``, ``A``, ``tau``).
         Not the privacy parameters derived from this search's own settings
         (``epsilon``, ``delta``, ``n_iter``, ``score_bounds``,
-        ``score_sensitivity``, ``n_validation``): refused.
+        ``score_sensitivity``, ``n_validation``): refused. ``subsample``
+        (a fraction q in (0, 1); ``sensitive="training"``, one split, random
+        stopping) is the search's own: subsampled tuning (Koskela & Kulkarni
+        2023). The randomly stopped runs fit a secret, uniformly random subset
+        of ``floor(q n)`` of the ``n`` training rows (drawn from the search's
+        noise source, never shown), and ``best_estimator_`` is one more fit on
+        all ``n`` rows with the chosen hyperparameters, carried over unchanged.
+        The training role is charged the tuning phase's RDP curve amplified
+        by sampling without replacement
+        (:class:`~privtune.accounting.SubsampledEvent`) composed with that
+        fit, before the first fit; the estimator's fits must be declared
+        under replace-one. ``privacy_plan`` and ``largest_fit_epsilon`` need
+        ``n_train`` then.
     accountant : Accountant or None, default=None
         Validation-role accountant to charge; ``None`` creates one with budget
         ``(epsilon, delta)``. Not combinable with ``storage``.
