@@ -16,13 +16,15 @@ from privtune.cli._planning import _fit_epsilon, _floor4, _largest_fit_epsilon, 
 
 
 def _budget(args: argparse.Namespace) -> int:
-    from privtune.config import load_config, public_sizes
+    from privtune.config import load_config, public_sizes, public_train_rows
 
     cfg = load_config(args.config)
     m, k, source = public_sizes(cfg.data)
     search = cfg.make_search(storage=False)
-    plan = _plan(search, m, k, split=cfg.data.validation is None)
-    largest = _largest_fit_epsilon(search, m, None)  # training-sensitive plans only: their K rule ignores k
+    n_train = public_train_rows(cfg.data)  # row counts only: DP-SGD's and subsampled tuning's plans depend on it
+    plan = _plan(search, m, k, split=cfg.data.validation is None, n_train=n_train)
+    # training-sensitive plans only: their K rule ignores k
+    largest = _largest_fit_epsilon(search, m, None, n_train=n_train)
     if args.json:
         out = {"method": plan["method"], "guarantee": plan["guarantee"],
                "phases": {p: b.to_dict() for p, b in plan["phases"].items()}, "total": plan["total"].to_dict(),

@@ -43,7 +43,8 @@ def _plan_error(exc: Exception) -> CLIError:
     return CLIError(f"{key}: {msg}")
 
 
-def _plan(search: Any, n_validation: int, n_classes: int, *, split: bool) -> dict[str, Any]:
+def _plan(search: Any, n_validation: int, n_classes: int, *, split: bool, n_train: int | None = None
+          ) -> dict[str, Any]:
     from privtune.exceptions import BudgetExceededError, PrivtuneError
 
     # The search counts classes on public training labels only when they come apart from the validation rows
@@ -51,10 +52,11 @@ def _plan(search: Any, n_validation: int, n_classes: int, *, split: bool) -> dic
     # declared label set, else K = 2 -- the same figure here, so that `budget` matches `tune`.
     k = n_classes if search.sensitive == "validation" and not split else None
     try:
-        return search.privacy_plan(n_validation, n_classes=k)
+        return search.privacy_plan(n_validation, n_classes=k, n_train=_sized(search, n_train))
     except BudgetExceededError as exc:
         err = _plan_error(exc)
-        largest = _largest_fit_epsilon(search, n_validation, k) if "training role" in str(exc) else None
+        largest = (_largest_fit_epsilon(search, n_validation, k, n_train=n_train) if "training role" in str(exc)
+                   else None)
         if largest is not None:
             set_eps = _fit_epsilon(search)
             err = CLIError(f"{err} The largest estimator.params.epsilon this plan affords is {_floor4(largest)} "
@@ -84,7 +86,13 @@ def _fit_epsilon(search: Any) -> Any:
     return None if key is None else search.estimator.get_params(deep=True)[key]
 
 
-def _largest_fit_epsilon(search: Any, n_validation: int, n_classes: int | None) -> float | None:
+def _sized(search: Any, n_train: int | None) -> int | None:
+    """The training rows of a one-split search with sensitive training rows (what its plan may depend on), or None."""
+    return n_train if search.sensitive != "validation" and search.cv is None else None
+
+
+def _largest_fit_epsilon(search: Any, n_validation: int, n_classes: int | None, *,
+                         n_train: int | None = None) -> float | None:
     """``PrivateSearchCV.largest_fit_epsilon`` where it applies (sensitive training rows), else None."""
     from privtune.exceptions import PrivtuneError
     from privtune.model_selection._training import fit_epsilon_param
@@ -92,6 +100,6 @@ def _largest_fit_epsilon(search: Any, n_validation: int, n_classes: int | None) 
     if search.sensitive == "validation" or fit_epsilon_param(search.estimator) is None:
         return None
     try:
-        return search.largest_fit_epsilon(n_validation, n_classes)
+        return search.largest_fit_epsilon(n_validation, n_classes, n_train=_sized(search, n_train))
     except PrivtuneError:
         return None

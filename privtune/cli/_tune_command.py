@@ -75,7 +75,8 @@ def _tune(args: argparse.Namespace) -> int:
     if args.resume and cfg.storage.enabled:  # --resume: the search continues the study it finds (resume=True)
         search.set_params(resume=True)
     # refuses an unaffordable plan before any storage exists
-    plan = _plan(search, m, cfg.data.n_classes or 2, split=cfg.data.validation is None)
+    n_train = n - m if y_val is None else n  # public: the rows every fit of a one-split search reads
+    plan = _plan(search, m, cfg.data.n_classes or 2, split=cfg.data.validation is None, n_train=n_train)
 
     st = cfg.storage
     before = 0

@@ -21,7 +21,7 @@ checks and :func:`load_config`), ``_data`` (public sizes and data loading).
 
 from __future__ import annotations
 
-from privtune.config._data import load_data, public_sizes
+from privtune.config._data import load_data, public_sizes, public_train_rows
 from privtune.config._schema import (
     BUNDLED_DATASETS,
     ConfigError,
@@ -47,5 +47,6 @@ __all__ = [
     "load_config",
     "load_data",
     "public_sizes",
+    "public_train_rows",
     "read_toml",
 ]

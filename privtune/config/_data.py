@@ -78,6 +78,26 @@ def public_sizes(data: DataConfig) -> tuple[int, int, str]:
     return int(math.floor(vs * n)), k, f"validation_size {vs:g} of {src}"
 
 
+def public_train_rows(data: DataConfig) -> int | None:
+    """The number of training rows every fit of a one-split search reads, from row counts only (or None).
+
+    With a validation file: the training file's rows; with a split (``validation_size``): the rows left after
+    ``floor(validation_size * n)`` go to validation; with ``n_validation`` declared and no file to count, None. The
+    plan of an estimator whose fit depends on that number (DP-SGD, the MLP), and subsampled tuning's
+    (``method_params.subsample``), use it.
+    """
+    if data.bundled is not None:
+        n = BUNDLED_DATASETS[data.bundled][1]
+    elif data.train is not None:
+        n = _count_rows(data.train)
+    else:
+        return None
+    if data.validation is not None:
+        return int(n)
+    vs = data.validation_size if data.validation_size is not None else 0.3
+    return int(n - math.floor(vs * n))
+
+
 def _target_entry(v: str) -> Any:
     """One CSV target: an int if it is an integral number, a float if it is another number, else the string."""
     try:

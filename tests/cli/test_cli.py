@@ -151,7 +151,7 @@ def test_over_budget_plan_is_refused_before_any_storage(small_config, capsys, mo
     from privtune.accounting import Budget
     from privtune.exceptions import BudgetExceededError
 
-    def refuse(self, n_validation, n_classes=2):
+    def refuse(self, n_validation, n_classes=2, **kwargs):
         raise BudgetExceededError("planned epsilon 2 exceeds the budget epsilon 1", requested=Budget(2.0, 0.0),
                                   ceiling=Budget(1.0, 0.0))
 
@@ -627,3 +627,20 @@ def test_an_unseeded_run_refuses_a_seeded_dp_estimator_on_sensitive_training_row
     assert main(["tune", str(unseeded), "--quiet"]) == 2
     assert "random_state" in capsys.readouterr().err
     assert main(["budget", str(write_config(tmp_path, seeded))]) == 0
+
+
+def test_subsampled_tuning_runs_from_a_config_and_budget_plans_it_from_row_counts(tmp_path, capsys):
+    """Subsampled tuning's plan depends on the training rows (floor(q n) to tune on): ``budget`` takes n from the
+    row counts (the bundled set's size minus the split's validation rows), ``tune`` from the rows it loaded, and
+    both plan what the search charges. The command line does not refit (it releases the choice, not a model), so the
+    plan is the amplified tuning phase alone."""
+    text = _training_config(tmp_path, 0.5).read_text().replace('sensitive = "both"', 'sensitive = "training"')
+    text = text.replace('method = "random"', 'method = "random"\nmethod_params = { selection = "random-stopping", '
+                        'subsample = 0.25 }')
+    config = write_config(tmp_path, text, name="subsampled.toml")
+    budget = json.loads(_json_budget(config, capsys))
+    assert set(budget["training_phases"]) == {"selection (random stopping)"}
+    assert main(["tune", str(config), "--quiet"]) == 0
+    capsys.readouterr()
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert "secret subset of 99 of 399" in json.dumps(report)  # floor(0.25 * (569 - 170)) of the 399 training rows
