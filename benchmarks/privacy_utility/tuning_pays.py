@@ -6,8 +6,9 @@ Every method below releases a model trained on the same sensitive training rows,
 row's guarantee is still (ε, δ). Methods, at total ε ∈ {0.3, 1, 3, 8}:
 
 1. ``none``: the estimator at its defaults, one fit with the whole training budget (no tuning, no validation).
-2. ``search n_iter=5`` / ``search n_iter=20``: ``PrivateSearchCV(sensitive="training")`` (exact selection of the
-   best DP fit on the public validation rows; nothing spent on them), the per-fit ε the largest the plan affords
+2. ``search n_iter=5`` / ``search n_iter=20``: ``PrivateSearchCV(sensitive="training")`` with
+   ``method_params={"selection": "exponential"}`` (n_iter candidates fitted; the exact best DP fit on the public
+   validation rows released; nothing spent on them), the per-fit ε the largest the plan affords
    (``PrivateSearchCV.largest_fit_epsilon``).
 3. ``random stopping mean 5`` and ``mean 20``: the same, ``method_params={"selection": "random-stopping"}``
    (Papernot & Steinke, a geometric number of runs of mean 5 or 20: the per-run ε hardly depends on the mean; mean
@@ -180,8 +181,11 @@ def run_cell(est_name, base, grid, plans, total, seeds, d, quick):
                           "actual_epsilon": actual}
             continue
         sensitive = "both" if kind == "both" else "training"
+        # "training"/"proxy"/"both": the exponential selection, named (with sensitive="training", method="auto" is
+        # random stopping since 9436bb4, which made these rows copies of the random-stopping ones)
         mp = ({"selection": "random-stopping"} if kind == "rs" else
-              {"selection": "random-stopping", "subsample": float(kind[3:])} if kind.startswith("sub") else None)
+              {"selection": "random-stopping", "subsample": float(kind[3:])} if kind.startswith("sub") else
+              {"selection": "exponential"})
         # the DP-SGD fit declares an (epsilon, delta) event: its own delta must leave room for n_iter of them
         fit_delta = {"delta": DELTA / (2 * n_iter)} if est_name == "DPSGDClassifier" else {}
 
