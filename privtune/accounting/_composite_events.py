@@ -24,6 +24,16 @@ from privtune.exceptions import InvalidParameterError
 from privtune.utils._validation import check_integer, check_real
 
 
+def _amplified(event: PrivacyEvent, rate: float) -> tuple[float, float] | None:
+    """The fixed guarantee of an (eps, delta) ``event`` run on a subsample of the given rate (None if it has none):
+    ``(log(1 + rate (e^eps - 1)), rate delta)`` (Balle, Barthe & Gaboardi 2018, Thms. 8 and 9)."""
+    base = event.epsilon_delta()
+    if base is None:
+        return None
+    eps, delta = base
+    return (_amplify_pure(eps, rate), rate * delta)
+
+
 def _amplify_pure(epsilon: float, rate: float) -> float:
     # log(1 + rate (e^eps - 1)), stable for small and large epsilon.
     if rate <= 0:
@@ -68,11 +78,7 @@ class PoissonSampledEvent(PrivacyEvent):
         return (self.event,)
 
     def epsilon_delta(self) -> tuple[float, float] | None:
-        base = self.event.epsilon_delta()
-        if base is None:
-            return None
-        eps, delta = base
-        return (_amplify_pure(eps, self.sample_rate), self.sample_rate * delta)
+        return _amplified(self.event, self.sample_rate)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,12 +115,7 @@ class SampledWithoutReplacementEvent(PrivacyEvent):
         return (self.event,)
 
     def epsilon_delta(self) -> tuple[float, float] | None:
-        base = self.event.epsilon_delta()
-        if base is None:
-            return None
-        rate = self.sample_size / self.dataset_size
-        eps, delta = base
-        return (_amplify_pure(eps, rate), rate * delta)
+        return _amplified(self.event, self.sample_size / self.dataset_size)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -176,11 +177,7 @@ class SubsampledEvent(PrivacyEvent):
         return (self.event,)
 
     def epsilon_delta(self) -> tuple[float, float] | None:
-        base = self.event.epsilon_delta()
-        if base is None:
-            return None
-        eps, delta = base
-        return (_amplify_pure(eps, self.sample_rate), self.sample_rate * delta)
+        return _amplified(self.event, self.sample_rate)
 
 
 @dataclass(frozen=True, kw_only=True)

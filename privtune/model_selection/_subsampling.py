@@ -51,7 +51,7 @@ def subsample_fraction(search: Any, stopping: bool) -> float | None:
     InvalidParameterError
         Outside ``sensitive="training"`` with one split and random stopping, or a fraction outside (0, 1).
     """
-    params = search.method_params if isinstance(search.method_params, dict) else dict(search.method_params or {})
+    params = dict(search.method_params or {})  # a Mapping: _validate_params checked it first
     if KEY not in params:
         return None
     q = check_real(params[KEY], KEY, low=0.0, high=1.0, closed="neither", owner="PrivateSearchCV method_params")

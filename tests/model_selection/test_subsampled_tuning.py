@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -11,6 +13,7 @@ from privtune.accounting import LaplaceEvent, SubsampledEvent, compose_events
 from privtune.base import PrivacyTags
 from privtune.exceptions import InvalidParameterError
 from privtune.linear_model import DPLogisticRegression
+from privtune.model_selection import _subsampling
 from privtune.space import Categorical
 
 SIZES: list[int] = []  # the number of rows each fit read
@@ -147,9 +150,46 @@ def test_refused_without_random_stopping_or_with_cv_or_too_few_rows():
     assert SIZES == []
 
 
-def test_nothing_about_the_subset_reaches_the_outputs():
+def test_nothing_about_the_subset_reaches_the_outputs(monkeypatch):
+    """The secret subset (which rows the runs read) is kept nowhere: no attribute of the fitted search, its pickle
+    or its report holds its indices; the report states only its public size."""
+    import pickle
+
+    from privtune.model_selection import _evaluation
+
+    drawn = []
+
+    def recording(source, n, m):
+        drawn.append(_subsampling.draw_subset(source, n, m))
+        return drawn[-1]
+
+    monkeypatch.setattr(_evaluation, "draw_subset", recording)
     X, y, Xv, yv = _data()
     search = _search().fit(X, y, X_val=Xv, y_val=yv)
-    text = repr(search.cv_results_) + search.report_.to_markdown()
-    assert "subset" not in repr(search.cv_results_)
-    assert "secret subset of 50 of 200" in text  # the plan's (public) label, in the report's ledger
+    (subset,) = drawn
+    assert len(subset) == 50 and len(np.unique(subset)) == 50 and subset.max() < 200
+    report = search.report_.to_markdown() + json.dumps(search.report_.to_dict(), default=str)
+    assert "secret subset of 50 of 200" in report  # the plan's public label, in the report's ledger
+    assert ", ".join(map(str, subset[:4])) not in report and str(subset[:4].tolist())[1:-1] not in report
+    held = [v for v in vars(search).values() if isinstance(v, np.ndarray)]
+    held += [v for v in search.cv_results_.values() if isinstance(v, np.ndarray)]
+    assert not any(v.shape == subset.shape and np.array_equal(np.sort(v.ravel()), subset) for v in held)
+    blob = pickle.dumps(search)
+    assert subset.astype(np.int64).tobytes() not in blob
+
+
+def test_a_pandas_frame_and_a_category_target():
+    pd = pytest.importorskip("pandas")
+    X, y, Xv, yv = _data(n=300)
+    scale = np.linalg.norm(np.r_[X, Xv], axis=1).max()
+    cols = ["a", "b"]
+    labels = np.array(["no", "yes"])
+    Xf, Xvf = pd.DataFrame(X / scale, columns=cols), pd.DataFrame(Xv / scale, columns=cols)
+    yf = pd.Series(pd.Categorical(labels[y], categories=["no", "yes"]))
+    yvf = pd.Series(pd.Categorical(labels[yv], categories=["no", "yes"]))
+    search = PrivateSearchCV(DPLogisticRegression(classes=["no", "yes"], epsilon=0.5), {"C": [0.1, 1.0, 10.0]},
+                             method_params={"selection": "random-stopping", "subsample": 0.25},
+                             sensitive="training", epsilon=2.0, n_iter=3, random_state=4)
+    search.fit(Xf, yf, X_val=Xvf, y_val=yvf)
+    assert set(search.predict(Xvf)) <= {"no", "yes"}
+    assert search.training_accountant_.entries[0].event.sample_size == 75

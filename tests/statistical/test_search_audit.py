@@ -434,16 +434,24 @@ def _stopping_training_sampler(y, *, broken=False):
                                  method_params={"selection": "random-stopping"})
 
 
-def _stopping_training_audit(broken):
+def _training_row_audit(sampler, broken, role="training"):
+    """Audit a search built by ``sampler`` (a ``_training_row_sampler``) on a training row: row 0's label flipped.
+
+    The claim is ``privacy_spent_[role]`` of one fit of the search (at most the search's epsilon of 2); 1000 runs
+    per side at 99.9 %. Returns (that fitted search, the claim, the audit's result)."""
     y = (np.r_[-np.ones(M // 2), np.ones(M // 2)] > 0).astype(int)
     y2 = y.copy()
     y2[0] = 1
-    probe = _stopping_training_sampler(y)
-    claim = probe.make(0).fit(probe.X, y, X_val=probe.X, y_val=probe.y_val).privacy_spent_["training"]
+    probe = sampler(y)
+    fitted = probe.make(0).fit(probe.X, y, X_val=probe.X, y_val=probe.y_val)
+    claim = fitted.privacy_spent_[role]
     assert claim.epsilon <= 2.0 * (1 + 1e-9)
     kw = dict(epsilon=claim.epsilon, delta=claim.delta, n_samples=1000, confidence=0.999, random_state=0)
-    return audit_mechanism(_stopping_training_sampler(y, broken=broken), _stopping_training_sampler(y2, broken=broken),
-                           **kw)
+    return fitted, claim, audit_mechanism(sampler(y, broken=broken), sampler(y2, broken=broken), **kw)
+
+
+def _stopping_training_audit(broken):
+    return _training_row_audit(_stopping_training_sampler, broken)[2]
 
 
 @pytest.mark.slow
@@ -480,15 +488,8 @@ def test_exact_release_with_public_validation_rows_passes_a_training_row_audit_a
     claim, the training role's (epsilon, delta) (two Gaussian fits at per-fit epsilon 1, delta 1e-6; the overall
     equals it, the validation role having spent 0): (1.29, 1e-5). Twin: the solver adds a twentieth of the noise its
     fits declare. 1000 runs per side at 99.9 %; measured when written: real 0.0, twin 2.33."""
-    y = (np.r_[-np.ones(M // 2), np.ones(M // 2)] > 0).astype(int)
-    y2 = y.copy()
-    y2[0] = 1
-    probe = _exact_release_sampler(y)
-    fitted = probe.make(0).fit(probe.X, y, X_val=probe.X, y_val=probe.y_val)
-    claim = fitted.privacy_spent_["overall"]
+    fitted, claim, res = _training_row_audit(_exact_release_sampler, broken, role="overall")
     assert fitted.privacy_spent_["validation"].epsilon == 0.0 and claim == fitted.privacy_spent_["training"]
-    kw = dict(epsilon=claim.epsilon, delta=claim.delta, n_samples=1000, confidence=0.999, random_state=0)
-    res = audit_mechanism(_exact_release_sampler(y, broken=broken), _exact_release_sampler(y2, broken=broken), **kw)
     assert res.violation == broken, res
 
 
@@ -508,14 +509,6 @@ def test_subsampled_tuning_passes_a_training_row_audit_and_its_twin_is_flagged(b
     composed with the refit. The output is the released model's coefficient (the refit on all rows, with the chosen
     C). Twin: the solver adds a twentieth of the noise its fits declare. 1000 runs per side at 99.9 %; claim
     (1.48, 1e-5); measured when written: real 0.0, twin 1.93 (about 110 s each on one core)."""
-    y = (np.r_[-np.ones(M // 2), np.ones(M // 2)] > 0).astype(int)
-    y2 = y.copy()
-    y2[0] = 1
-    probe = _subsampled_sampler(y)
-    fitted = probe.make(0).fit(probe.X, y, X_val=probe.X, y_val=probe.y_val)
-    claim = fitted.privacy_spent_["overall"]
+    fitted, _, res = _training_row_audit(_subsampled_sampler, broken, role="overall")
     assert [e.phase for e in fitted.training_accountant_.entries] == ["selection (random stopping)", "refit"]
-    assert claim.epsilon <= 2.0 * (1 + 1e-9)
-    kw = dict(epsilon=claim.epsilon, delta=claim.delta, n_samples=1000, confidence=0.999, random_state=0)
-    res = audit_mechanism(_subsampled_sampler(y, broken=broken), _subsampled_sampler(y2, broken=broken), **kw)
     assert res.violation == broken, res
