@@ -1,0 +1,365 @@
+"""Are ``DPSGDClassifier``'s (and ``DPSGDRegressor``'s) default learning rate and optimizer good, on several tasks?
+
+``DPSGDClassifier`` defaults to ``optimizer="sgd"``, ``lr=0.5`` (with ``batch_size=64``, ``epochs=10``,
+``max_grad_norm=1.0`` and one hidden layer of 32 ReLU units). ``tuning_pays.md`` found a larger ``lr`` better on
+one task (digits 0-4 vs 5-9 at 3 epochs); the project's rule is to judge a default on several tasks and budgets,
+never on one. This study fits the classifier at its defaults except the optimizer and the learning rate:
+
+* ``sgd`` at ``lr`` in {0.03, 0.1, 0.2, 0.5, 1, 2, 4, 10} (a log grid that holds today's 0.5), and
+* ``adam`` at ``lr`` in {0.001, 0.01, 0.03, 0.1} (an alternative default),
+
+on five classification tasks (breast cancer; digits 0-4 vs 5-9; digits, 10 classes; wine, 3 classes; a synthetic
+4 000-row set, d = 20), each in two input forms (``rows``: ``benchmarks._common.scale_rows``, columns standardised
+then rows scaled to L2 norm at most 1; ``columns``: columns standardised only, ``StandardScaler``), at per-fit
+epsilon in {0.3, 1, 3, 8} (delta = 1e-6, replace-one), 3 seeds (``random_state`` = seed: seeded, not for
+release), with a 70/30 stratified split (split seed 0). The score is test accuracy.
+
+A *cell* is (task, input form, epsilon). A setting's regret in a cell is the cell's best median accuracy (over the
+settings) minus the setting's median accuracy (over the seeds). The study reports each setting's mean regret over
+all 40 cells, per input form and per epsilon; the worst cell against today's default; whether median accuracy falls
+as epsilon grows (by more than 1 point between consecutive budgets); and a leave-one-task-out check (the setting
+chosen on four tasks, scored on the fifth).
+
+Decision rule, fixed before the run: a candidate replaces today's default only if (a) its mean regret is at least
+1 point lower overall, (b) lower in each input form, (c) lower on at least four of the five tasks (mean over
+forms and budgets), (d) no cell more than 3 points below today's default, and (e) no more epsilon drops than
+today's default has. Otherwise the code is left unchanged.
+
+A smaller check does the same for ``DPSGDRegressor`` (diabetes; a synthetic 2 000-row ``make_regression`` set,
+d = 20, noise 10; the target standardised, public preprocessing as for the features; score R^2) with ``sgd`` at
+{0.03, 0.1, 0.5, 2} and ``adam`` at {0.01}.
+
+Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dpsgd_defaults.py [--seeds 3] [--quick]
+[--render-only]`` (about 20 minutes on one core; needs torch and Opacus, skipped without them). Writes
+``benchmarks/results/dpsgd_defaults.json`` and ``.md`` (``--render-only``: the ``.md`` again from the stored
+``.json``).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+from sklearn.datasets import (  # noqa: E402
+    load_breast_cancer,
+    load_diabetes,
+    load_digits,
+    load_wine,
+    make_classification,
+    make_regression,
+)
+from sklearn.model_selection import train_test_split  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
+import privtune  # noqa: E402
+from benchmarks._common import QUICK_HELP, have, output_dir, scale_rows  # noqa: E402
+
+EPS = (0.3, 1.0, 3.0, 8.0)
+DELTA = 1e-6
+TODAY = ("sgd", 0.5)
+SGD_LRS = (0.03, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0, 10.0)
+ADAM_LRS = (0.001, 0.01, 0.03, 0.1)
+REG_SETTINGS = [("sgd", lr) for lr in (0.03, 0.1, 0.5, 2.0)] + [("adam", 0.01)]
+FORMS = ("rows", "columns")
+
+
+def classification_tasks():
+    Xd, yd = load_digits(return_X_y=True)
+    yield "breast cancer", *load_breast_cancer(return_X_y=True)
+    yield "digits 0-4 vs 5-9", Xd, (yd >= 5).astype(int)
+    yield "digits 10 classes", Xd, yd
+    yield "wine 3 classes", *load_wine(return_X_y=True)
+    yield "synthetic 4k d=20", *make_classification(4000, 20, n_informative=8, random_state=0)
+
+
+def regression_tasks():
+    yield "diabetes", *load_diabetes(return_X_y=True)
+    yield "synthetic 2k d=20", *make_regression(2000, 20, n_informative=10, noise=10.0, random_state=0)
+
+
+def transform(X, form: str):
+    """The two public input forms: ``rows`` (standardised, rows scaled to norm <= 1) or ``columns`` (standardised)."""
+    return scale_rows(X) if form == "rows" else StandardScaler().fit_transform(X)
+
+
+def settings(kind: str):
+    if kind == "regression":
+        return REG_SETTINGS
+    return [("sgd", lr) for lr in SGD_LRS] + [("adam", lr) for lr in ADAM_LRS]
+
+
+def run(seeds: int, quick: bool) -> list[dict]:
+    import torch
+
+    from privtune.neural_network import DPSGDClassifier, DPSGDRegressor
+
+    torch.set_num_threads(1)
+    rows = []
+    plan = [("classification", classification_tasks()), ("regression", regression_tasks())]
+    for kind, tasks in plan:
+        for k, (name, X, y) in enumerate(tasks):
+            if quick and k > 0:
+                break
+            if quick:
+                X, y = X[:300], y[:300]
+            if kind == "regression":
+                y = (y - y.mean()) / y.std()
+            for form in FORMS:
+                strat = y if kind == "classification" else None
+                Xtr, Xte, ytr, yte = train_test_split(transform(X, form), y, test_size=0.3, random_state=0,
+                                                      stratify=strat)
+                for eps in ((1.0,) if quick else EPS):
+                    for opt, lr in ([TODAY, ("adam", 0.01)] if quick else settings(kind)):
+                        for seed in range(1 if quick else seeds):
+                            if kind == "classification":
+                                est = DPSGDClassifier(epsilon=eps, delta=DELTA, lr=lr, optimizer=opt,
+                                                      classes=np.unique(y), random_state=seed)
+                            else:
+                                est = DPSGDRegressor(epsilon=eps, delta=DELTA, lr=lr, optimizer=opt,
+                                                     random_state=seed)
+                            t0 = time.process_time()
+                            est.fit(Xtr, ytr)
+                            score = float(est.score(Xte, yte))
+                            rows.append({"kind": kind, "task": name, "form": form, "epsilon": eps,
+                                         "optimizer": opt, "lr": lr, "seed": seed, "score": score,
+                                         "cpu_s": time.process_time() - t0, "n_train": int(len(ytr))})
+                print(f"{time.strftime('%H:%M:%S')} {kind} {name} {form} done "
+                      f"({sum(r['cpu_s'] for r in rows):.0f} s CPU in fits so far)", flush=True)
+    return rows
+
+
+# -- analysis ---------------------------------------------------------------------------------------------
+
+
+def medians(rows, kind: str) -> dict:
+    """``{(task, form, eps): {(opt, lr): median score over seeds}}``."""
+    acc: dict = {}
+    for r in rows:
+        if r["kind"] != kind:
+            continue
+        acc.setdefault((r["task"], r["form"], r["epsilon"]), {}).setdefault((r["optimizer"], r["lr"]), []).append(
+            r["score"])
+    return {c: {s: float(np.median(v)) for s, v in d.items()} for c, d in acc.items()}
+
+
+def regrets(med: dict, cells=None) -> dict:
+    """Each setting's regret (points) in each cell: ``{setting: {cell: regret}}``."""
+    out: dict = {}
+    for c, d in med.items():
+        if cells is not None and c not in cells:
+            continue
+        best = max(d.values())
+        for s, v in d.items():
+            out.setdefault(s, {})[c] = 100.0 * (best - v)
+    return out
+
+
+def mean_regret(reg: dict, s, pred=lambda c: True) -> float:
+    vals = [v for c, v in reg[s].items() if pred(c)]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def eps_drops(med: dict, s) -> list[str]:
+    """(task, form) pairs where the median falls by more than 1 point from one epsilon to the next."""
+    out = []
+    for task, form in sorted({(c[0], c[1]) for c in med}):
+        eps = [e for e in EPS if (task, form, e) in med]
+        seq = [med[(task, form, e)][s] for e in eps]
+        for a, b, e in zip(seq[:-1], seq[1:], eps[1:], strict=True):
+            if b < a - 0.01:
+                out.append(f"{task} / {form} at eps {e:g} ({100 * a:.1f} -> {100 * b:.1f})")
+    return out
+
+
+def label(s) -> str:
+    return f"{s[0]} lr={s[1]:g}"
+
+
+def analyse(rows, kind: str) -> dict:
+    raw = medians(rows, kind)
+    if not raw:
+        return {}
+    # R^2 below 0 (worse than predicting the mean: a diverged fit) counts as 0 in the regrets, so one diverged
+    # setting does not swamp the means; the tables show the raw medians.
+    med = raw if kind == "classification" else {c: {s: max(v, 0.0) for s, v in d.items()} for c, d in raw.items()}
+    reg = regrets(med)
+    tasks = sorted({c[0] for c in med})
+    ranked = sorted(reg, key=lambda s: mean_regret(reg, s))
+    cand = ranked[0]
+    today = TODAY if TODAY in reg else ranked[-1]
+    per = {}
+    for s in reg:
+        per[label(s)] = {
+            "mean": mean_regret(reg, s),
+            **{f"form {f}": mean_regret(reg, s, lambda c, f=f: c[1] == f) for f in FORMS},
+            **{f"eps {e:g}": mean_regret(reg, s, lambda c, e=e: c[2] == e) for e in EPS},
+            **{f"task {t}": mean_regret(reg, s, lambda c, t=t: c[0] == t) for t in tasks},
+            "worst cell": max(reg[s].values()),
+            "eps drops": eps_drops(med, s),
+        }
+    # against today's default, cell by cell
+    diff = {c: 100.0 * (med[c][cand] - med[c][today]) for c in med}
+    worst = min(diff, key=diff.get)
+    # leave one task out: chosen on the other tasks, scored on the held-out one
+    loto = {}
+    for t in tasks:
+        reg_in = regrets(med, {c for c in med if c[0] != t})
+        if not reg_in:  # one task only (a smoke run)
+            continue
+        pick = min(reg_in, key=lambda s: mean_regret(reg_in, s))
+        reg_out = regrets(med, {c for c in med if c[0] == t})
+        loto[t] = {"picked": label(pick), "regret held out": mean_regret(reg_out, pick),
+                   "today held out": mean_regret(reg_out, today)}
+    pc, pt = per[label(cand)], per[label(today)]
+    criteria = {
+        "a: mean regret >= 1 point lower": pt["mean"] - pc["mean"] >= 1.0,
+        "b: lower in each input form": all(pc[f"form {f}"] < pt[f"form {f}"] for f in FORMS),
+        f"c: lower on >= {min(4, len(tasks))} of {len(tasks)} tasks":
+            sum(pc[f"task {t}"] < pt[f"task {t}"] for t in tasks) >= min(4, len(tasks)),
+        "d: no cell > 3 points below today": diff[worst] >= -3.0,
+        "e: no more eps drops than today": len(pc["eps drops"]) <= len(pt["eps drops"]),
+    }
+    return {"medians": {" | ".join([c[0], c[1], f"{c[2]:g}"]): {label(s): v for s, v in d.items()}
+                        for c, d in raw.items()}, "n_cells": len(med),
+            "per_setting": per, "ranked": [label(s) for s in ranked], "candidate": label(cand),
+            "today": label(today), "worst_vs_today": {"cell": " | ".join([worst[0], worst[1], f"{worst[2]:g}"]),
+                                                      "points": diff[worst]},
+            "leave_one_task_out": loto, "criteria": criteria, "change": all(criteria.values())}
+
+
+# -- rendering ----------------------------------------------------------------------------------------------
+
+
+def tables(analysis: dict, metric: str) -> list[str]:
+    L = []
+    by_tf: dict = {}
+    for key, d in analysis["medians"].items():
+        task, form, eps = key.split(" | ")
+        by_tf.setdefault((task, form), {})[float(eps)] = d
+    for (task, form), byeps in by_tf.items():
+        L.append(f"\n**{task}, input form `{form}`** (median test {metric} over the seeds; best per epsilon in bold)\n")
+        labels = list(next(iter(byeps.values())))
+        L.append("| setting | " + " | ".join(f"ε = {e:g}" for e in sorted(byeps)) + " |")
+        L.append("|---|" + "---|" * len(byeps))
+        for s in labels:
+            cells = []
+            for e in sorted(byeps):
+                v, best = byeps[e][s], max(byeps[e].values())
+                cells.append(f"**{v:.3f}**" if v == best else f"{v:.3f}")
+            mark = " (today)" if s == analysis["today"] else (" (candidate)" if s == analysis["candidate"] else "")
+            L.append(f"| {s}{mark} | " + " | ".join(cells) + " |")
+    return L
+
+
+def summary(analysis: dict) -> list[str]:
+    per = analysis["per_setting"]
+    cols = ["mean", "form rows", "form columns"] + [f"eps {e:g}" for e in EPS] + ["worst cell"]
+    L = ["| setting | " + " | ".join(cols) + " | ε drops > 1 pt |", "|---|" + "---|" * (len(cols) + 1)]
+    for s in analysis["ranked"]:
+        mark = " (today)" if s == analysis["today"] else ""
+        L.append(f"| {s}{mark} | " + " | ".join(f"{per[s][c]:.1f}" for c in cols)
+                 + f" | {len(per[s]['eps drops'])} |")
+    tasks = [k[5:] for k in per[analysis["today"]] if k.startswith("task ")]
+    L += ["", "Mean regret per task (points; over forms and budgets):", "",
+          "| setting | " + " | ".join(tasks) + " |", "|---|" + "---|" * len(tasks)]
+    for s in (analysis["today"], analysis["candidate"]):
+        L.append(f"| {s} | " + " | ".join(f"{per[s]['task ' + t]:.1f}" for t in tasks) + " |")
+    L += ["", "Leave one task out (the setting with the lowest mean regret on the other tasks, scored on this one):",
+          "", "| held-out task | picked on the others | its regret there | today's regret there |",
+          "|---|---|---|---|"]
+    for t, d in analysis["leave_one_task_out"].items():
+        L.append(f"| {t} | {d['picked']} | {d['regret held out']:.1f} | {d['today held out']:.1f} |")
+    w = analysis["worst_vs_today"]
+    L += ["", f"Worst cell of the candidate ({analysis['candidate']}) against today's default ({analysis['today']}): "
+          f"{w['cell']}, {w['points']:+.1f} points.", "",
+          "Decision rule (fixed before the run): " + "; ".join(
+              f"{k}: {'yes' if v else 'no'}" for k, v in analysis["criteria"].items())
+          + f". Change the default: **{'yes' if analysis['change'] else 'no'}**.", ""]
+    for s in (analysis["today"], analysis["candidate"]):
+        drops = per[s]["eps drops"]
+        L.append(f"ε drops of {s}: " + ("; ".join(drops) if drops else "none") + ".")
+    return L
+
+
+def render(res: dict, answer: str) -> str:
+    m = res["meta"]
+    L = ["# DP-SGD defaults: is `lr=0.5`, `optimizer=\"sgd\"` a good default? (issue 40)\n",
+         f"Run {m['run']} on {m['platform']} ({m['cpu']}), privtune {m['privtune']}, torch {m['torch']}; "
+         f"{m['seeds']} seeds; {m['fits']} fits in {m['cpu_s']:.0f} s CPU ({m['wall_s']:.0f} s wall, one thread); "
+         f"load average {m['load_start']} at start, {m['load_end']} at end. Command: `{m['command']}`.\n",
+         "Protocol: `benchmarks/studies/dpsgd_defaults.py`'s docstring. Every fit at the defaults (`batch_size=64`, "
+         "`epochs=10`, `max_grad_norm=1.0`, one hidden layer of 32 ReLU units, δ = 1e-6, replace-one) except "
+         "`optimizer` and `lr`. Regret: the cell's best median minus the setting's median, in points; a cell is "
+         "(task, input form, ε). Settings are ranked on the same cells that choose the best, so the best setting's "
+         "mean regret is optimistic; the leave-one-task-out table is the honest check.\n",
+         "## Answer\n", answer, "",
+         f"## DPSGDClassifier: mean regret (points, over the {res['classifier']['n_cells']} cells)\n"]
+    L += summary(res["classifier"])
+    L += ["", "## DPSGDClassifier: median test accuracy per task and input form"]
+    L += tables(res["classifier"], "accuracy")
+    if res.get("regressor"):
+        L += ["", "## DPSGDRegressor (smaller check): mean regret in R² points (R² < 0 counted as 0)\n"]
+        L += summary(res["regressor"])
+        L += ["", "## DPSGDRegressor: median test R² per task and input form"]
+        L += tables(res["regressor"], "R²")
+    return "\n".join(L) + "\n"
+
+
+def default_answer(res: dict) -> str:
+    c = res["classifier"]
+    per = c["per_setting"]
+    return (f"Today's default ({c['today']}) has a mean regret of {per[c['today']]['mean']:.1f} points; the "
+            f"lowest is {c['candidate']}'s, {per[c['candidate']]['mean']:.1f}. The decision rule says "
+            f"{'change' if c['change'] else 'keep'} the default.")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help=QUICK_HELP)
+    ap.add_argument("--render-only", action="store_true", help="rewrite the .md from the stored .json")
+    ap.add_argument("--answer", default=None, help="file holding the Answer paragraph of the .md")
+    args = ap.parse_args()
+    out = output_dir(args.quick)
+    answer = Path(args.answer).read_text().strip() if args.answer else None
+    if args.render_only:
+        res = json.loads((out / "dpsgd_defaults.json").read_text())
+        (out / "dpsgd_defaults.md").write_text(render(res, answer or res.get("answer") or default_answer(res)))
+        print(f"wrote {out / 'dpsgd_defaults.md'}")
+        return
+    if not (have("torch") and have("opacus")):
+        print("dpsgd_defaults: torch and Opacus are not installed; skipped (pip install \"privtune[dpsgd]\").")
+        return
+    import torch
+
+    load_start = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    t0, c0 = time.time(), time.process_time()
+    rows = run(args.seeds, args.quick)
+    meta = {"run": time.strftime("%Y-%m-%d %H:%M"), "platform": platform.platform(),
+            "cpu": platform.processor() or platform.machine(), "privtune": privtune.__version__,
+            "torch": torch.__version__, "seeds": 1 if args.quick else args.seeds, "fits": len(rows),
+            "cpu_s": time.process_time() - c0, "wall_s": time.time() - t0, "load_start": load_start,
+            "load_end": ", ".join(f"{v:.2f}" for v in os.getloadavg()),
+            "command": "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dpsgd_defaults.py"
+                       + (f" --seeds {args.seeds}" if args.seeds != 3 else "") + (" --quick" if args.quick else "")}
+    res = {"meta": meta, "classifier": analyse(rows, "classification"), "regressor": analyse(rows, "regression"),
+           "rows": rows}
+    if answer:
+        res["answer"] = answer
+    (out / "dpsgd_defaults.json").write_text(json.dumps(res, indent=1))
+    (out / "dpsgd_defaults.md").write_text(render(res, answer or default_answer(res)))
+    print(f"wrote {out / 'dpsgd_defaults.json'} and .md")
+
+
+if __name__ == "__main__":
+    main()
