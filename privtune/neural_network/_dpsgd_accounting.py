@@ -30,6 +30,7 @@ event is that converted :class:`~privtune.accounting.RenyiEvent`.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -82,9 +83,14 @@ def n_steps(epochs: int, batch_size: int, n_samples: int) -> int:
     return int(epochs) * max(1, int(round(n_samples / batch_size)))
 
 
+@functools.lru_cache(maxsize=4096)
 def dpsgd_privacy_event(*, sample_rate: float, noise_multiplier: float, steps: int,
                         relation: str = "replace_one") -> PrivacyEvent:
     """The event one DP-SGD run charges (module docstring).
+
+    Memoised: a pure function of public numbers returning an immutable event, asked for the same run again and
+    again by a search (every candidate's declaration is checked against the plan's, at every step of
+    ``largest_fit_epsilon``'s bisection; a learning rate does not change it).
 
     Parameters
     ----------
@@ -136,6 +142,19 @@ def calibrate_noise_multiplier(*, epsilon: float, delta: float, sample_rate: flo
     InvalidParameterError
         If even a noise multiplier of 1e4 does not reach the target (public: nothing spent).
     """
+    sigma = _calibrated(float(epsilon), float(delta), float(sample_rate), int(steps), str(relation))
+    if sigma is None:
+        raise InvalidParameterError(
+            f"{owner}: no noise multiplier up to {_MAX_NOISE:g} makes {steps} steps at sample rate "
+            f"{sample_rate:.4g} cost at most epsilon={epsilon!r} (delta={delta!r}, relation={relation!r}): "
+            "raise epsilon, or lower epochs or batch_size. Nothing was spent.")
+    return sigma
+
+
+@functools.lru_cache(maxsize=4096)
+def _calibrated(epsilon: float, delta: float, sample_rate: float, steps: int, relation: str) -> float | None:
+    """:func:`calibrate_noise_multiplier`'s bisection, memoised (a pure function of public numbers); None when out
+    of reach."""
     def cost(s: float) -> float:
         return run_epsilon(dpsgd_privacy_event(sample_rate=sample_rate, noise_multiplier=s, steps=steps,
                                                relation=relation), delta, relation)
@@ -144,10 +163,7 @@ def calibrate_noise_multiplier(*, epsilon: float, delta: float, sample_rate: flo
     while cost(hi) > epsilon:
         hi *= 4.0
         if hi > _MAX_NOISE:
-            raise InvalidParameterError(
-                f"{owner}: no noise multiplier up to {_MAX_NOISE:g} makes {steps} steps at sample rate "
-                f"{sample_rate:.4g} cost at most epsilon={epsilon!r} (delta={delta!r}, relation={relation!r}): "
-                "raise epsilon, or lower epochs or batch_size. Nothing was spent.")
+            return None
     lo = hi / 4.0 if hi > 1.0 else _MIN_NOISE
     if lo == _MIN_NOISE and cost(lo) <= epsilon:
         return lo
