@@ -29,6 +29,7 @@ EXTRA_RUNS: dict[str, list[list[str]]] = {
     "engine/bo_overhead": [["--scale"]],
     "studies/dpsvc_features": [["--features", "fourier"]],
     "studies/dpsvc_linear_share": [["--features", "fourier"]],
+    "studies/dpsgd_defaults": [["--part", "regressor-heldout"]],
 }
 
 #: Arguments a script needs (every run of it, ``--quick`` included).
