@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
 import sys
 import time
@@ -113,7 +114,8 @@ def main(argv=None):
     OUT = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/
     t0 = time.time()
     out = {"epsilon": EPS, "n_draws": N_DRAWS, "gibbs_sweeps": GIBBS_SWEEPS, "fig2": [], "fig3": [], "fig1": [],
-           "machine": platform.platform(), "python": platform.python_version()}
+           "machine": platform.platform(), "python": platform.python_version(),
+           "started": time.strftime("%Y-%m-%d %H:%M"), "loadavg_start": [round(v, 2) for v in os.getloadavg()]}
     md = ["# Seed 001 (Han et al. 2014) reproduction, reduced grid", "",
           f"epsilon = {EPS}; {N_DRAWS} draws per cell (paper: 1000); mean ± 2 sigma of f(x_out) on the true b; "
           "instance a ~ N(0, I), b ~ N(0, 1), seed 0; adjacency eq. 4 (all offsets move by b_max).", ""]
@@ -158,7 +160,9 @@ def main(argv=None):
         print(f"fig1 k={k}: " + ", ".join(f"{a}={fmt(v)}" for a, v in cell.items()), flush=True)
     md.append("\n".join(lines) + "\n")
     out["seconds"] = time.time() - t0
-    md.append(f"Total run time: {out['seconds']:.0f} s on {out['machine']} (one thread).\n")
+    out["loadavg_end"] = [round(v, 2) for v in os.getloadavg()]
+    md.append(f"Run {out['started']}; total run time {out['seconds']:.0f} s on {out['machine']} (one thread); "
+              f"load average {out['loadavg_start']} at start, {out['loadavg_end']} at end.\n")
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "seed001_piecewise.json").write_text(json.dumps(out, indent=1, default=float))
     (OUT / "seed001_piecewise.md").write_text("\n".join(md))
