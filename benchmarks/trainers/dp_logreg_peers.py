@@ -9,11 +9,12 @@ Test accuracy and fit time, median of 5 seeds, at epsilon in {0.1, 1, 10}, on
   normalised to L2 norm 1 (a per-row, data-independent map), 80/20 stratified split.
 
 Methods (each at its own documented guarantee):
-* privtune ``DPLogisticRegression`` with its defaults (solver nag-opt, noise="gaussian" at delta = 1e-6
-  -- privtune's extension, noise calibrated on the L2 bound data_norm_l2 = 1 --, max_slope = 1/2, C = 1,
-  max_iter = 20; data_norm = sqrt(d) is the L1 bound implied by L2 <= 1), with noise="laplace" (pure
-  epsilon-DP, L1 sensitivity), and with the paper's own method (noise="laplace", max_slope=1: the seed-002
-  algorithm as published, with the spec's fixes);
+* privtune ``DPLogisticRegression`` with its defaults (solver nag, horizon "auto", noise="gaussian" at
+  delta = 1e-6 -- privtune's extension, noise calibrated on the L2 bound data_norm_l2 = 1 --, max_slope = 1/2,
+  C = 1, max_iter = 100; data_norm = sqrt(d) is the L1 bound implied by L2 <= 1), with noise="laplace" (pure
+  epsilon-DP, L1 sensitivity), and with the paper's own method (solver="nag-opt", horizon="paper",
+  noise="laplace", max_slope=1: the seed-002 algorithm as published, with the spec's fixes). Runs committed
+  before 2026-11-29 used the defaults of their date (solver nag-opt, max_iter = 20) for all three rows;
 * diffprivlib ``LogisticRegression`` (pure epsilon-DP objective perturbation, data_norm = 1, C = 1);
 * Opacus DP-SGD on a linear layer ((epsilon, 1e-6)-DP **under add/remove**, PRV accountant -- RDP with its
   default orders cannot reach eps = 0.1 at delta = 1e-6 --, Poisson sampling, clip 1, SGD lr 1.0 -- not tuned;
@@ -38,6 +39,7 @@ import argparse
 import json
 import math
 import os
+import platform
 import sys
 import time
 import warnings
@@ -104,7 +106,7 @@ def fit_privtune_laplace(Xtr, ytr, eps, seed):
 
 
 def fit_privtune_paper(Xtr, ytr, eps, seed):
-    return fit_privtune(Xtr, ytr, eps, seed, noise="laplace", max_slope=1.0)
+    return fit_privtune(Xtr, ytr, eps, seed, solver="nag-opt", horizon="paper", noise="laplace", max_slope=1.0)
 
 
 def fit_diffprivlib(Xtr, ytr, eps, seed):
@@ -167,8 +169,9 @@ def fit_sklearn(Xtr, ytr, eps, seed):
     return _lm.LogisticRegression(C=1.0, max_iter=1000).fit(Xtr, ytr)
 
 
-DEFAULT = "privtune default: nag-opt gaussian (eps, 1e-6)"
-VARIANTS = [DEFAULT, "privtune nag-opt laplace (eps-DP)", "privtune paper's method: laplace, max_slope=1 (eps-DP)"]
+DEFAULT = "privtune default: nag, horizon auto, gaussian (eps, 1e-6)"
+VARIANTS = [DEFAULT, "privtune default solver, laplace (eps-DP)",
+            "privtune paper's method: nag-opt, horizon paper, laplace, max_slope=1 (eps-DP)"]
 METHODS = {DEFAULT: fit_privtune, VARIANTS[1]: fit_privtune_laplace, VARIANTS[2]: fit_privtune_paper,
            "diffprivlib (eps-DP)": fit_diffprivlib,
            "opacus DP-SGD (eps, 1e-6), add/remove": fit_opacus,
@@ -186,6 +189,7 @@ def main(argv=None):
     methods = {k: f for k, f in METHODS.items()
                if not args.quick or have({"diffprivlib": "diffprivlib", "opacus": "opacus"}.get(k.split()[0], "numpy"))}
     t_start = time.time()
+    started, load_start = time.strftime("%Y-%m-%d %H:%M"), [round(v, 2) for v in os.getloadavg()]
     import torch
     torch_version = torch.__version__
     rows = []
@@ -249,7 +253,9 @@ def main(argv=None):
         lines.append(f"| {eps} | {np.median(accs):.4f} | {accs.mean():.4f} | {np.quantile(accs, 0.25):.4f} | "
                      f"{np.mean(accs >= 0.93):.2f} | {np.mean(accs >= 0.80):.2f} |")
     elapsed = time.time() - t_start
-    lines += ["", f"Wall time {elapsed:.0f} s (one core)."]
+    load_end = [round(v, 2) for v in os.getloadavg()]
+    lines += ["", f"Run {started} on {platform.platform()}; wall time {elapsed:.0f} s (one core); load average "
+              f"{load_start} at start, {load_end} at end."]
     text = "\n".join(lines)
     print(text)
     out.mkdir(exist_ok=True)
@@ -257,7 +263,8 @@ def main(argv=None):
     (out / "dp_logreg_peers.json").write_text(json.dumps(
         dict(rows=rows, targets={k: bool(v) for k, v in checks}, seeds=args.seeds, delta=DELTA,
              breast_cancer_default_40_seeds=robust,
-             torch=torch_version, wall_time_s=elapsed), indent=1, sort_keys=True))
+             torch=torch_version, wall_time_s=elapsed, started=started, platform=platform.platform(),
+             loadavg_start=load_start, loadavg_end=load_end), indent=1, sort_keys=True))
     return 0
 
 
