@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import sys
 import time
 from pathlib import Path
@@ -87,6 +88,7 @@ def main(argv=None):
         args.runs, args.jobs = 1, 1
     out_dir = output_dir(args.quick)  # --quick: a temporary directory, never benchmarks/results/
     t0 = time.time()
+    started, load_start = time.strftime("%Y-%m-%d %H:%M"), [round(v, 2) for v in os.getloadavg()]
     U, z = make_data()
     x_star, f_star = reference_optimum(U, z)
     f0 = MarginLoss("logistic").objective(10.0 * np.ones(D), U, z, 2 * LAM) - f_star
@@ -140,7 +142,9 @@ def main(argv=None):
     for k in range(1, 7):
         lines.append(f"- Finding {k} ({desc[k]}): {'HOLDS' if f[k] else 'does NOT hold'}")
     elapsed = time.time() - t0
-    lines += ["", f"Wall time {elapsed:.0f} s with {args.jobs} jobs."]
+    load_end = [round(v, 2) for v in os.getloadavg()]
+    lines += ["", f"Run {started} on {platform.platform()}; wall time {elapsed:.0f} s with {args.jobs} jobs; "
+              f"load average {load_start} at start, {load_end} at end."]
     text = "\n".join(lines)
     print(text)
     out_dir.mkdir(exist_ok=True)
@@ -148,7 +152,8 @@ def main(argv=None):
     (out_dir / "seed002_accelerated.json").write_text(json.dumps(
         dict(setup=dict(n=N, d=D, lam=LAM, epsilon=EPS, E0=E0, runs=args.runs, L_declared=5.02, S1=40),
              f_star=f_star, gap0=f0, table=table, findings={str(k): bool(v) for k, v in f.items()},
-             wall_time_s=elapsed), indent=1, sort_keys=True))
+             wall_time_s=elapsed, jobs=args.jobs, started=started, platform=platform.platform(),
+             loadavg_start=load_start, loadavg_end=load_end), indent=1, sort_keys=True))
     return 0
 
 
