@@ -439,7 +439,13 @@ def render(meta, rows) -> str:
           "DP-SGD tasks); \"worst cell vs no tuning\": the largest (method's median regret − no tuning's) over "
           "those cells, positive = the method is worse.\n"]
     L += stats_lines
-    L += ["", *answer(stats, rows), "", "### Mean median regret per ε (same cells)\n", *per_epsilon(rows), "",
+    L += ["", *answer(stats, rows)]
+    est_rows = [r for r in rows if r["estimator"] != "DPSGDClassifier"]
+    if len(est_rows) < len(rows):
+        est_lines, est_stats = summary(est_rows)
+        L += ["", "### The DP estimators alone (DPLogisticRegression, DPSVC)\n", *est_lines, "",
+              *answer(est_stats, est_rows)]
+    L += ["", "### Mean median regret per ε (same cells)\n", *per_epsilon(rows), "",
           "### Mean median regret at ε ≥ 1 per task and estimator\n", *per_pair(rows), ""]
     L += dpsgd_block(rows)
     sizes = {r["task"]: (r["n_train"], r["m"], r["n_proxy"]) for r in rows}
