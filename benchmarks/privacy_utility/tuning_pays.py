@@ -24,8 +24,8 @@ row's guarantee is still (ε, δ). Methods, at total ε ∈ {0.3, 1, 3, 8}:
    validation accuracy -- shown at the ε it actually costs (the fits' events composed with
    ``privtune.accounting.compose_events`` at δ = 1e-6), not at the per-run ε its user would report.
    ``non-private selection at the default's per-run ε`` (DP-SGD only): the same at the per-run ε of privtune's
-   default tuning (3, ``mean 20``) instead of the total ε: the runs privtune's default makes, selected as if that
-   were free.
+   default tuning (method 3's ``mean 20``, and its fits' δ) instead of the total ε: the runs privtune's default
+   makes, selected as if that were free.
 7. ``both n_iter=5``: the previous behaviour's reference, ``sensitive="both"`` (the validation rows sensitive,
    each role ε).
 
