@@ -81,6 +81,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -91,6 +92,7 @@ from sklearn.datasets import (  # noqa: E402
     load_breast_cancer,
     load_diabetes,
     load_digits,
+    load_iris,
     load_wine,
     make_classification,
     make_friedman1,
@@ -116,6 +118,10 @@ REG_SETTINGS = [("sgd", lr) for lr in (0.03, 0.1, 0.5, 2.0)] + [("adam", 0.01)]
 HELDOUT_CANDIDATE = ("adam", 0.01)
 HELDOUT_SETTINGS = [("sgd", 0.1), ("sgd", 0.5), ("adam", 0.003), ("adam", 0.01), ("adam", 0.03)]
 FORMS = ("rows", "columns")
+#: ``--part auto-lr``: the budget-aware rule (``auto_lr``) and, on the held-out classification tasks, the settings
+#: that give each cell's best.
+AUTO = ("sgd", "auto")
+AUTO_HELDOUT_SETTINGS = [("sgd", lr) for lr in (0.03, 0.1, 0.2, 0.5, 1.0, 2.0)] + [("adam", 0.03), AUTO]
 
 
 def classification_tasks():
@@ -139,12 +145,32 @@ def heldout_regression_tasks():
     yield "synthetic 1k d=10", *make_regression(1000, 10, n_informative=5, noise=5.0, random_state=2)
 
 
+def heldout_classification_tasks():
+    """Classification tasks for ``--part auto-lr``, none of them seen when the rule was fitted."""
+    yield "iris 3 classes", *load_iris(return_X_y=True)
+    yield "synthetic 1.5k d=30 4 classes", *make_classification(1500, 30, n_informative=6, n_classes=4,
+                                                                random_state=3)
+
+
+def auto_lr(est, n: int) -> float:
+    """The rule ``--part auto-lr`` measures: ``min(0.5, 0.3 B / (sigma C sqrt(T)))``, from the fit's public plan.
+
+    ``est`` holds a float ``lr`` (any); ``n`` is the number of training rows (public). Reads no data.
+    """
+    params = est._validate_params_public("dpsgd_defaults")
+    plan = est._plan(n, params, "dpsgd_defaults")
+    walk = plan["noise_multiplier"] * params["max_grad_norm"] * math.sqrt(plan["steps"]) / plan["batch_size"]
+    return 0.5 if walk <= 0.0 else min(0.5, 0.3 / walk)
+
+
 def transform(X, form: str):
     """The two public input forms: ``rows`` (standardised, rows scaled to norm <= 1) or ``columns`` (standardised)."""
     return scale_rows(X) if form == "rows" else StandardScaler().fit_transform(X)
 
 
 def settings(kind: str):
+    if kind == "classification-heldout":
+        return AUTO_HELDOUT_SETTINGS
     if kind == "regression-heldout":
         return HELDOUT_SETTINGS
     if kind == "regression":
@@ -159,26 +185,37 @@ def run(seeds: int, quick: bool, part: str = "main") -> list[dict]:
 
     torch.set_num_threads(1)
     rows = []
-    plan = ([("classification", classification_tasks()), ("regression", regression_tasks())] if part == "main"
-            else [("regression-heldout", heldout_regression_tasks())])
-    for kind, tasks in plan:
+    if part == "main":
+        plan = [("classification", classification_tasks(), None), ("regression", regression_tasks(), None)]
+    elif part == "regressor-heldout":
+        plan = [("regression-heldout", heldout_regression_tasks(), None)]
+    else:  # auto-lr: the rule and today's default (to check the stored rows are reproduced), then held-out tasks
+        plan = [("classification", classification_tasks(), [AUTO, TODAY]),
+                ("classification-heldout", heldout_classification_tasks(), None)]
+    for kind, tasks, only in plan:
         for k, (name, X, y) in enumerate(tasks):
             if quick and k > 0:
                 break
             if quick:
                 X, y = X[:300], y[:300]
-            if kind != "classification":
+            classif = kind.startswith("classification")
+            if not classif:
                 y = (y - y.mean()) / y.std()
             for form in FORMS:
-                strat = y if kind == "classification" else None
+                strat = y if classif else None
                 Xtr, Xte, ytr, yte = train_test_split(transform(X, form), y, test_size=0.3, random_state=0,
                                                       stratify=strat)
                 for eps in ((1.0,) if quick else EPS):
-                    for opt, lr in ([TODAY, HELDOUT_CANDIDATE] if quick else settings(kind)):
+                    quick_settings = [TODAY, AUTO if part == "auto-lr" else HELDOUT_CANDIDATE]
+                    for opt, lr in (quick_settings if quick else only or settings(kind)):
                         for seed in range(1 if quick else seeds):
-                            if kind == "classification":
-                                est = DPSGDClassifier(epsilon=eps, delta=DELTA, lr=lr, optimizer=opt,
-                                                      classes=np.unique(y), random_state=seed)
+                            used = lr
+                            if classif:
+                                est = DPSGDClassifier(epsilon=eps, delta=DELTA, lr=0.5 if lr == "auto" else lr,
+                                                      optimizer=opt, classes=np.unique(y), random_state=seed)
+                                if lr == "auto":
+                                    used = auto_lr(est, len(ytr))
+                                    est.set_params(lr=used)
                             else:
                                 est = DPSGDRegressor(epsilon=eps, delta=DELTA, lr=lr, optimizer=opt,
                                                      random_state=seed)
@@ -186,7 +223,8 @@ def run(seeds: int, quick: bool, part: str = "main") -> list[dict]:
                             est.fit(Xtr, ytr)
                             score = float(est.score(Xte, yte))
                             rows.append({"kind": kind, "task": name, "form": form, "epsilon": eps,
-                                         "optimizer": opt, "lr": lr, "seed": seed, "score": score,
+                                         "optimizer": opt, "lr": lr, "lr_used": used, "seed": seed,
+                                         "score": score,
                                          "cpu_s": time.process_time() - t0, "n_train": int(len(ytr))})
                 print(f"{time.strftime('%H:%M:%S')} {kind} {name} {form} done "
                       f"({sum(r['cpu_s'] for r in rows):.0f} s CPU in fits so far)", flush=True)
@@ -237,7 +275,7 @@ def eps_drops(med: dict, s) -> list[str]:
 
 
 def label(s) -> str:
-    return f"{s[0]} lr={s[1]:g}"
+    return f"{s[0]} lr={s[1]}" if isinstance(s[1], str) else f"{s[0]} lr={s[1]:g}"
 
 
 def analyse(rows, kind: str, candidate=None) -> dict:
@@ -246,7 +284,8 @@ def analyse(rows, kind: str, candidate=None) -> dict:
         return {}
     # R^2 below 0 (worse than predicting the mean: a diverged fit) counts as 0 in the regrets, so one diverged
     # setting does not swamp the means; the tables show the raw medians.
-    med = raw if kind == "classification" else {c: {s: max(v, 0.0) for s, v in d.items()} for c, d in raw.items()}
+    med = (raw if kind.startswith("classification")
+           else {c: {s: max(v, 0.0) for s, v in d.items()} for c, d in raw.items()})
     reg = regrets(med)
     tasks = sorted({c[0] for c in med})
     ranked = sorted(reg, key=lambda s: mean_regret(reg, s))
@@ -292,6 +331,45 @@ def analyse(rows, kind: str, candidate=None) -> dict:
             "leave_one_task_out": loto, "criteria": criteria, "change": all(criteria.values())}
 
 
+def reproduced(stored: list[dict], rerun: list[dict]) -> dict:
+    """Whether the rerun of today's default gives the stored rows' scores (same tasks, split, seeds)."""
+    key = ("task", "form", "epsilon", "seed")
+    old = {tuple(r[k] for k in key): r["score"] for r in stored
+           if r["kind"] == "classification" and (r["optimizer"], r["lr"]) == TODAY}
+    new = {tuple(r[k] for k in key): r["score"] for r in rerun
+           if r["kind"] == "classification" and (r["optimizer"], r["lr"]) == TODAY}
+    common = sorted(set(old) & set(new))
+    diff = max((abs(old[k] - new[k]) for k in common), default=float("nan"))
+    return {"fits compared": len(common), "fits rerun": len(new), "max |score difference|": diff,
+            "identical": bool(common) and len(common) == len(new) and diff == 0.0}
+
+
+def auto_criteria(main_a: dict, held_a: dict) -> dict:
+    """The pre-declared rule for ``lr="auto"`` (module docstring, criteria A-I)."""
+    pa, pt = main_a["per_setting"][label(AUTO)], main_a["per_setting"][label(TODAY)]
+    ha, ht = held_a["per_setting"][label(AUTO)], held_a["per_setting"][label(TODAY)]
+    tasks = [k[5:] for k in pt if k.startswith("task ")]
+    return {
+        "A: main mean regret >= 1 point lower": pt["mean"] - pa["mean"] >= 1.0,
+        "B: lower at eps 0.3 and 1, <= 1 point higher at eps 3 and 8":
+            pa["eps 0.3"] < pt["eps 0.3"] and pa["eps 1"] < pt["eps 1"]
+            and pa["eps 3"] <= pt["eps 3"] + 1.0 and pa["eps 8"] <= pt["eps 8"] + 1.0,
+        "C: lower in each input form": all(pa[f"form {f}"] < pt[f"form {f}"] for f in FORMS),
+        f"D: lower or equal on >= 4 of {len(tasks)} tasks":
+            sum(pa[f"task {t}"] <= pt[f"task {t}"] for t in tasks) >= 4,
+        "E: no main cell > 5 points below today": main_a["worst_vs_today"]["points"] >= -5.0,
+        "F: no more main eps drops than today": len(pa["eps drops"]) <= len(pt["eps drops"]),
+        "G: held-out mean regret lower": ha["mean"] < ht["mean"],
+        "H: no held-out cell > 5 points below today": held_a["worst_vs_today"]["points"] >= -5.0,
+        "I: no more held-out eps drops than today": len(ha["eps drops"]) <= len(ht["eps drops"]),
+    }
+
+
+def lr_used(rows: list[dict]) -> dict:
+    """The rule's ``lr`` per (task, epsilon) (it does not depend on the input form or the seed)."""
+    return {f"{r['task']} | {r['epsilon']:g}": r["lr_used"] for r in rows if r["lr"] == "auto"}
+
+
 # -- rendering ----------------------------------------------------------------------------------------------
 
 
@@ -316,7 +394,7 @@ def tables(analysis: dict, metric: str) -> list[str]:
     return L
 
 
-def summary(analysis: dict) -> list[str]:
+def summary(analysis: dict, rule: bool = True) -> list[str]:
     per = analysis["per_setting"]
     cols = ["mean", "form rows", "form columns"] + [f"eps {e:g}" for e in EPS] + ["worst cell"]
     L = ["| setting | " + " | ".join(cols) + " | ε drops > 1 pt |", "|---|" + "---|" * (len(cols) + 1)]
@@ -336,10 +414,11 @@ def summary(analysis: dict) -> list[str]:
         L.append(f"| {t} | {d['picked']} | {d['regret held out']:.1f} | {d['today held out']:.1f} |")
     w = analysis["worst_vs_today"]
     L += ["", f"Worst cell of the candidate ({analysis['candidate']}) against today's default ({analysis['today']}): "
-          f"{w['cell']}, {w['points']:+.1f} points.", "",
-          "Decision rule (fixed before the run): " + "; ".join(
+          f"{w['cell']}, {w['points']:+.1f} points.", ""]
+    if rule:
+        L += ["Decision rule (fixed before the run): " + "; ".join(
               f"{k}: {'yes' if v else 'no'}" for k, v in analysis["criteria"].items())
-          + f". Change the default: **{'yes' if analysis['change'] else 'no'}**.", ""]
+              + f". Change the default: **{'yes' if analysis['change'] else 'no'}**.", ""]
     for s in (analysis["today"], analysis["candidate"]):
         drops = per[s]["eps drops"]
         L.append(f"ε drops of {s}: " + ("; ".join(drops) if drops else "none") + ".")
@@ -378,6 +457,36 @@ def render(res: dict, answer: str) -> str:
         L += summary(res["regressor_heldout"])
         L += ["", "## DPSGDRegressor on held-out tasks: median test R² per task and input form"]
         L += tables(res["regressor_heldout"], "R²")
+    if res.get("auto_lr"):
+        a = res["auto_lr"]
+        m = a["meta"]
+        rep_ = a["reproduced"]
+        L += ["", "## `DPSGDClassifier` with the budget-aware step size `sgd lr=auto` (`--part auto-lr`)\n",
+              f"Run {m['run']}; {m['fits']} fits in {m['cpu_s']:.0f} s CPU ({m['wall_s']:.0f} s wall, one thread); "
+              f"load average {m['load_start']} at start, {m['load_end']} at end. Command: `{m['command']}`. "
+              "The rule, `lr = min(0.5, 0.3 B / (sigma C sqrt(T)))`, and the decision rule A-I were committed in "
+              "the study's docstring before this run.\n",
+              f"Today's default rerun on the main grid: {rep_['fits compared']} fits compared with the stored rows, "
+              f"largest score difference {rep_['max |score difference|']:.3g} ("
+              + ("identical: the stored rows of the other settings are reused" if rep_["identical"]
+                 else "NOT identical: the comparison with the stored settings is not like for like") + ").\n",
+              "The rule's `lr` (the same in both input forms and for every seed):\n",
+              "| task | " + " | ".join(f"ε = {e:g}" for e in EPS) + " |", "|---|" + "---|" * len(EPS)]
+        for task in dict.fromkeys(k.split(" | ")[0] for k in a["lr_used"]):
+            L.append(f"| {task} | " + " | ".join(f"{a['lr_used'].get(f'{task} | {e:g}', float('nan')):.3f}"
+                                                 for e in EPS) + " |")
+        L += ["", f"### Main grid: mean regret (points, over the {a['main']['n_cells']} cells; the stored "
+              "settings and `sgd lr=auto`)\n"]
+        L += summary(a["main"], rule=False)
+        L += ["", "### Held-out classification tasks: mean regret (points)\n"]
+        L += summary(a["heldout"], rule=False)
+        L += ["Decision rule for `lr=\"auto\"` (fixed before the run): " + "; ".join(
+              f"{k}: {'yes' if v else 'no'}" for k, v in a["criteria"].items())
+              + f". Make it the default: **{'yes' if a['change'] else 'no'}**.", ""]
+        L += ["### Main grid: median test accuracy with `sgd lr=auto`"]
+        L += tables(a["main"], "accuracy")
+        L += ["", "### Held-out classification tasks: median test accuracy"]
+        L += tables(a["heldout"], "accuracy")
     return "\n".join(L) + "\n"
 
 
@@ -394,9 +503,10 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help=QUICK_HELP)
     ap.add_argument("--render-only", action="store_true", help="rewrite the .md from the stored .json")
-    ap.add_argument("--part", choices=("main", "regressor-heldout"), default="main",
+    ap.add_argument("--part", choices=("main", "regressor-heldout", "auto-lr"), default="main",
                     help="main: the whole study; regressor-heldout: the regressor's candidate on three new tasks, "
-                         "added to the stored results")
+                         "added to the stored results; auto-lr: the classifier's budget-aware lr on the main grid "
+                         "and two held-out tasks, added to the stored results")
     ap.add_argument("--answer", default=None, help="file holding the Answer paragraph of the .md")
     args = ap.parse_args()
     out = output_dir(args.quick)
@@ -425,6 +535,28 @@ def main() -> None:
             "command": "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dpsgd_defaults.py"
                        + (f" --seeds {args.seeds}" if args.seeds != 3 else "") + (" --quick" if args.quick else "")
                        + (f" --part {args.part}" if args.part != "main" else "")}
+    if args.part == "auto-lr":
+        stored = out / "dpsgd_defaults.json"
+        if not stored.exists():  # a smoke run: nothing stored to compare with
+            print(f"auto-lr: {len(rows)} fits; no stored {stored.name} to add them to")
+            return
+        res = json.loads(stored.read_text())
+        main_new = [r for r in rows if r["kind"] == "classification"]
+        rep_ = reproduced(res["rows"], main_new)
+        others = [r for r in res["rows"] if r["kind"] == "classification"]
+        merged = others + [r for r in main_new if r["lr"] == "auto"]
+        main_a = analyse(merged, "classification", candidate=AUTO)
+        held_a = analyse(rows, "classification-heldout", candidate=AUTO)
+        crit = auto_criteria(main_a, held_a)
+        res["auto_lr"] = {"meta": meta, "reproduced": rep_, "lr_used": lr_used(rows), "main": main_a,
+                          "heldout": held_a, "criteria": crit, "change": rep_["identical"] and all(crit.values())}
+        res["rows_auto_lr"] = rows
+        if answer:
+            res["answer"] = answer
+        stored.write_text(json.dumps(res, indent=1))
+        (out / "dpsgd_defaults.md").write_text(render(res, answer or res.get("answer") or default_answer(res)))
+        print(f"added the auto-lr part to {stored} and .md; reproduced: {rep_}; criteria: {crit}")
+        return
     if args.part == "regressor-heldout":
         stored = out / "dpsgd_defaults.json"
         if not stored.exists():  # a smoke run: nothing stored to add to
