@@ -65,6 +65,10 @@ below today's default, (F) no more epsilon drops (> 1 point between consecutive 
 on the held-out tasks (G) its mean regret is lower than today's, (H) no cell more than 5 points below today's, and
 (I) no more epsilon drops than today's. Otherwise no library code changes.
 
+``--part auto-lr-check`` (added after the confirming run failed on H, in one cell: iris, rows, epsilon 1; a
+diagnostic, not part of the decision) fits today's default and the rule on iris, both forms, every epsilon, with
+ten further seeds (3 to 12, none of the decision's) to show whether that cell's gap is the rule or seed noise.
+
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dpsgd_defaults.py [--seeds 3] [--quick]
 [--part main|regressor-heldout|auto-lr] [--render-only [--answer FILE]]`` (main: about 15 minutes on one core;
 ``regressor-heldout``, run after it: about 4 minutes; needs torch and Opacus, skipped without them). Writes
@@ -189,6 +193,8 @@ def run(seeds: int, quick: bool, part: str = "main") -> list[dict]:
         plan = [("classification", classification_tasks(), None), ("regression", regression_tasks(), None)]
     elif part == "regressor-heldout":
         plan = [("regression-heldout", heldout_regression_tasks(), None)]
+    elif part == "auto-lr-check":
+        plan = [("classification-check", iter([next(heldout_classification_tasks())]), [TODAY, AUTO])]
     else:  # auto-lr: the rule and today's default (to check the stored rows are reproduced), then held-out tasks
         plan = [("classification", classification_tasks(), [AUTO, TODAY]),
                 ("classification-heldout", heldout_classification_tasks(), None)]
@@ -208,7 +214,8 @@ def run(seeds: int, quick: bool, part: str = "main") -> list[dict]:
                 for eps in ((1.0,) if quick else EPS):
                     quick_settings = [TODAY, AUTO if part == "auto-lr" else HELDOUT_CANDIDATE]
                     for opt, lr in (quick_settings if quick else only or settings(kind)):
-                        for seed in range(1 if quick else seeds):
+                        for seed in (range(3, 13) if part == "auto-lr-check" and not quick
+                                     else range(1 if quick else seeds)):
                             used = lr
                             if classif:
                                 est = DPSGDClassifier(epsilon=eps, delta=DELTA, lr=0.5 if lr == "auto" else lr,
@@ -365,6 +372,16 @@ def auto_criteria(main_a: dict, held_a: dict) -> dict:
     }
 
 
+def seed_summary(rows: list[dict]) -> dict:
+    """Per (task, form, epsilon, setting): median, mean, and the 10th and 90th percentiles over the seeds."""
+    acc: dict = {}
+    for r in rows:
+        acc.setdefault(" | ".join([r["task"], r["form"], f"{r['epsilon']:g}", label((r["optimizer"], r["lr"]))]),
+                       []).append(r["score"])
+    return {k: {"n": len(v), "median": float(np.median(v)), "mean": float(np.mean(v)),
+                "p10": float(np.percentile(v, 10)), "p90": float(np.percentile(v, 90))} for k, v in acc.items()}
+
+
 def lr_used(rows: list[dict]) -> dict:
     """The rule's ``lr`` per (task, epsilon) (it does not depend on the input form or the seed)."""
     return {f"{r['task']} | {r['epsilon']:g}": r["lr_used"] for r in rows if r["lr"] == "auto"}
@@ -483,6 +500,24 @@ def render(res: dict, answer: str) -> str:
         L += ["Decision rule for `lr=\"auto\"` (fixed before the run): " + "; ".join(
               f"{k}: {'yes' if v else 'no'}" for k, v in a["criteria"].items())
               + f". Make it the default: **{'yes' if a['change'] else 'no'}**.", ""]
+        if a.get("check"):
+            c = a["check"]
+            m = c["meta"]
+            L += ["### Diagnostic after the run (`--part auto-lr-check`; not part of the decision)\n",
+                  f"Run {m['run']}; {m['fits']} fits in {m['cpu_s']:.0f} s CPU; load average {m['load_start']} at "
+                  f"start, {m['load_end']} at end. Command: `{m['command']}`. Iris with seeds 3-12 (none of the "
+                  "decision's): test accuracy median, mean and 10th-90th percentiles over the ten seeds.\n",
+                  "| form | ε | sgd lr=0.5 (today): median, mean (p10-p90) | sgd lr=auto: median, mean (p10-p90) |",
+                  "|---|---|---|---|"]
+            for form in FORMS:
+                for e in EPS:
+                    cells = []
+                    for s in (TODAY, AUTO):
+                        d = c["summary"].get(f"iris 3 classes | {form} | {e:g} | {label(s)}")
+                        cells.append("-" if d is None else
+                                     f"{d['median']:.3f}, {d['mean']:.3f} ({d['p10']:.3f}-{d['p90']:.3f})")
+                    L.append(f"| {form} | {e:g} | " + " | ".join(cells) + " |")
+            L.append("")
         L += ["### Main grid: median test accuracy with `sgd lr=auto`"]
         L += tables(a["main"], "accuracy")
         L += ["", "### Held-out classification tasks: median test accuracy"]
@@ -503,10 +538,11 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help=QUICK_HELP)
     ap.add_argument("--render-only", action="store_true", help="rewrite the .md from the stored .json")
-    ap.add_argument("--part", choices=("main", "regressor-heldout", "auto-lr"), default="main",
+    ap.add_argument("--part", choices=("main", "regressor-heldout", "auto-lr", "auto-lr-check"), default="main",
                     help="main: the whole study; regressor-heldout: the regressor's candidate on three new tasks, "
                          "added to the stored results; auto-lr: the classifier's budget-aware lr on the main grid "
-                         "and two held-out tasks, added to the stored results")
+                         "and two held-out tasks, added to the stored results; auto-lr-check: iris with ten "
+                         "more seeds (a diagnostic)")
     ap.add_argument("--answer", default=None, help="file holding the Answer paragraph of the .md")
     args = ap.parse_args()
     out = output_dir(args.quick)
@@ -535,6 +571,20 @@ def main() -> None:
             "command": "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dpsgd_defaults.py"
                        + (f" --seeds {args.seeds}" if args.seeds != 3 else "") + (" --quick" if args.quick else "")
                        + (f" --part {args.part}" if args.part != "main" else "")}
+    if args.part == "auto-lr-check":
+        stored = out / "dpsgd_defaults.json"
+        if not stored.exists():
+            print(f"auto-lr-check: {len(rows)} fits; no stored {stored.name} to add them to")
+            return
+        res = json.loads(stored.read_text())
+        res.setdefault("auto_lr", {})["check"] = {"meta": meta, "summary": seed_summary(rows)}
+        res["rows_auto_lr_check"] = rows
+        if answer:
+            res["answer"] = answer
+        stored.write_text(json.dumps(res, indent=1))
+        (out / "dpsgd_defaults.md").write_text(render(res, answer or res.get("answer") or default_answer(res)))
+        print(f"added the auto-lr check to {stored} and .md")
+        return
     if args.part == "auto-lr":
         stored = out / "dpsgd_defaults.json"
         if not stored.exists():  # a smoke run: nothing stored to compare with
