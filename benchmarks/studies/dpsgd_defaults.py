@@ -71,9 +71,10 @@ ten further seeds (3 to 12, none of the decision's) to show whether that cell's 
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dpsgd_defaults.py [--seeds 3] [--quick]
 [--part main|regressor-heldout|auto-lr] [--render-only [--answer FILE]]`` (main: about 15 minutes on one core;
-``regressor-heldout``, run after it: about 4 minutes; needs torch and Opacus, skipped without them). Writes
-``benchmarks/results/dpsgd_defaults.json`` and ``.md``; ``--part regressor-heldout`` adds its part to them (a
-main run replaces both files, so run the two parts in that order)
+``regressor-heldout``, run after it: about 4 minutes; ``auto-lr``: about 4 minutes; ``auto-lr-check``: seconds;
+needs torch and Opacus, skipped without them). Writes ``benchmarks/results/dpsgd_defaults.json`` and ``.md``;
+``--part regressor-heldout``, ``auto-lr`` and ``auto-lr-check`` add their parts to them (a main run replaces both
+files, so run main first; ``auto-lr`` reuses the main run's stored rows)
 (``--render-only``: the ``.md`` again from the stored ``.json``, with the Answer paragraph of ``--answer``).
 """
 
