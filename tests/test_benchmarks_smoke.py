@@ -33,7 +33,7 @@ def test_list_names_every_script():
     out = subprocess.run([sys.executable, "-m", "benchmarks", "list"], cwd=ROOT, capture_output=True, text=True,
                          check=True).stdout
     scripts = [p.stem for d in SUITES for p in (BENCHMARKS / d).glob("*.py") if not p.name.startswith("_")]
-    assert len(scripts) == 35
+    assert len(scripts) == 36
     for name in scripts:
         assert f"  {name} " in out, name
 
