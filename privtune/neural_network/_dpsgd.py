@@ -85,8 +85,17 @@ class DPSGDClassifier(_ScorePredictMixin, _LogisticProbaMixin, ClassifierMixin, 
         by a realised batch size.
     epochs : int in [1, 1000000], default=10
         The run has ``epochs * max(1, round(n / batch_size))`` steps.
-    lr : float in (0, inf), default=0.5
-        Learning rate of the optimizer.
+    lr : float in (0, inf) or "auto", default="auto"
+        Learning rate of the optimizer. ``"auto"`` (a step size that shrinks
+        as the noise grows; it reads no data): with ``optimizer="sgd"``,
+        ``min(0.5, 0.3 B / (sigma C sqrt(T)))``, where ``sigma`` is the noise
+        multiplier (calibrated or given), ``C`` is ``max_grad_norm``, ``B`` the
+        expected batch size the noisy sum is divided by and ``T`` the number of
+        steps, so that the noise alone moves a weight by at most about 0.3 over
+        the run; 0.5 without noise. With the other defaults this is about 0.06
+        at ``epsilon=0.3``, 0.2 at 1 and 0.5 from 3 on. With
+        ``optimizer="adam"``: 0.03. The value used is ``lr_``. Measured on
+        seven classification tasks (see Notes); a float is used as given.
     optimizer : {"sgd", "adam"}, default="sgd"
         The torch optimizer applied to the noisy gradients (post-processing).
     relation : {"replace_one", "add_remove"}, default="replace_one"
@@ -117,6 +126,8 @@ class DPSGDClassifier(_ScorePredictMixin, _LogisticProbaMixin, ClassifierMixin, 
         The trained network (in eval mode).
     n_iter_ : int
         Steps run.
+    lr_ : float
+        The learning rate used (``lr``, or what ``"auto"`` resolved to).
     sample_rate_ : float
         The exact Poisson rate (``ceil(q 2**53) / 2**53``).
     noise_multiplier_ : float
@@ -179,6 +190,19 @@ class DPSGDClassifier(_ScorePredictMixin, _LogisticProbaMixin, ClassifierMixin, 
     of a row's values: a non-finite feature is mapped to 0, and a row whose
     gradient is non-finite or whose label is outside the declared ``classes`` contributes zero.
 
+    Learning rate. ``lr="auto"`` is computed from the plan above (public
+    numbers only) after the charge, so it releases nothing. It was fitted on
+    five classification tasks (breast cancer, digits 0-4 against 5-9, digits'
+    10 classes, wine, a 4 000-row synthetic set; rows of norm 1 and
+    standardised columns; ``epsilon`` 0.3 to 8, 3 seeds) and checked on two
+    it never saw (iris, a 4-class synthetic set): the mean regret to the best
+    fixed learning rate of each cell fell from 4.8 to 1.5 points on the first
+    five (10.4 to 2.1 at ``epsilon=0.3``) and from 5.9 to 4.7 on the other
+    two, with ``C = 1``, ``batch_size=64`` and ``epochs=10``
+    (``benchmarks/studies/dpsgd_defaults.py``). On 10-class digits with rows
+    of norm 1 it is still near chance at ``epsilon=0.3``: pass a smaller
+    ``lr`` or tune it there.
+
     With ``classes=None`` the label set is read from ``y`` after the charge:
     the guarantee then holds between neighbouring datasets with the same label
     set, and a module whose number of outputs does not match is refused only
@@ -204,9 +228,11 @@ class DPSGDClassifier(_ScorePredictMixin, _LogisticProbaMixin, ClassifierMixin, 
     (True, True)
     """
 
+    _auto_lr = True
+
     def __init__(self, module: Any = None, *, epsilon: float = 1.0, delta: float = 1e-6,
                  noise_multiplier: float | None = None, max_grad_norm: float = 1.0, batch_size: int = 64,
-                 epochs: int = 10, lr: float = 0.5, optimizer: str = "sgd", relation: str = "replace_one",
+                 epochs: int = 10, lr: float | str = "auto", optimizer: str = "sgd", relation: str = "replace_one",
                  classes: Any = None, accountant: Accountant | None = None, random_state: Any = None) -> None:
         super().__init__(module, epsilon=epsilon, delta=delta, noise_multiplier=noise_multiplier,
                          max_grad_norm=max_grad_norm, batch_size=batch_size, epochs=epochs, lr=lr,

@@ -40,6 +40,12 @@ __all__ = ["_DPSGDBase"]
 
 _OPTIMIZERS = ("sgd", "adam")
 _MAX_STEPS = 10_000_000
+#: ``lr="auto"`` with ``optimizer="sgd"``: the noise's random walk over the run held to this, per coordinate ...
+_AUTO_WALK = 0.3
+#: ... and never a step larger than this (the classifier's fixed default before ``"auto"``).
+_AUTO_SGD_CAP = 0.5
+#: ``lr="auto"`` with ``optimizer="adam"``: the best of the Adam settings measured on the classification tasks.
+_AUTO_ADAM = 0.03
 _SEED_HIGH = 2**62
 
 def _import_opacus(owner: str) -> None:
@@ -56,6 +62,8 @@ class _DPSGDBase(BaseEstimator):
     """Parameters, validation, planning, charge and training shared by the classifier and the regressor."""
 
     _task = "classification"
+    #: Whether ``lr="auto"`` is accepted (the classifier's budget-aware step size; measured on classification only).
+    _auto_lr = False
 
     def __init__(self, module: Any = None, *, epsilon: float = 1.0, delta: float = 1e-6,
                  noise_multiplier: float | None = None, max_grad_norm: float = 1.0, batch_size: int = 64,
@@ -108,8 +116,36 @@ class _DPSGDBase(BaseEstimator):
             "max_grad_norm": check_real(self.max_grad_norm, "max_grad_norm", low=0.0, owner=owner),
             "batch_size": check_integer(self.batch_size, "batch_size", low=1, owner=owner),
             "epochs": check_integer(self.epochs, "epochs", low=1, high=1_000_000, owner=owner),
-            "lr": check_real(self.lr, "lr", low=0.0, owner=owner),
+            "lr": self._check_lr(owner),
         }
+
+    def _check_lr(self, owner: str) -> float | str:
+        """A positive real, or ``"auto"`` where the estimator has that rule (public)."""
+        if isinstance(self.lr, str):
+            if self.lr == "auto" and self._auto_lr:
+                return "auto"
+            allowed = 'a positive real or "auto"' if self._auto_lr else "a positive real"
+            extra = ("" if self._auto_lr or self.lr != "auto" else
+                     ' ("auto" is DPSGDClassifier\'s budget-aware step size, measured on classification tasks '
+                     "only)")
+            raise InvalidParameterError(
+                f"The 'lr' parameter of {owner} must be {allowed}. Got {self.lr!r} instead{extra}.")
+        return check_real(self.lr, "lr", low=0.0, owner=owner)
+
+    def _resolved_lr(self, params: dict[str, Any], plan: dict[str, Any]) -> float:
+        """The learning rate the run uses: ``lr``, or ``"auto"`` resolved from the public plan (reads no data).
+
+        ``"auto"`` with ``optimizer="sgd"``: ``min(0.5, 0.3 B / (sigma C sqrt(T)))`` with ``sigma`` the noise
+        multiplier, ``C`` = ``max_grad_norm``, ``B`` the expected batch size the noisy sum is divided by and ``T``
+        the number of steps (0.5 without noise); with ``"adam"``: 0.03.
+        """
+        lr = params["lr"]
+        if lr != "auto":
+            return float(lr)
+        if self.optimizer == "adam":
+            return _AUTO_ADAM
+        walk = plan["noise_multiplier"] * params["max_grad_norm"] * float(np.sqrt(plan["steps"])) / plan["batch_size"]
+        return _AUTO_SGD_CAP if walk <= 0.0 else min(_AUTO_SGD_CAP, _AUTO_WALK / walk)
 
     def _classes_public(self, owner: str) -> np.ndarray | None:
         return None
@@ -223,12 +259,14 @@ class _DPSGDBase(BaseEstimator):
             prepared = self._prepare(plan, n, d, int(self.classes_.shape[0]), source, params, owner)
         module, mech = prepared
         torch_seed = int(source.numpy_generator().integers(_SEED_HIGH))
+        lr = self._resolved_lr(params, plan)
         self.module_ = engine.train(
             module, zero_non_finite(X), target, keep, task=self._task, steps=plan["steps"],
-            threshold=plan["threshold"], batch_size=plan["batch_size"], lr=params["lr"],
+            threshold=plan["threshold"], batch_size=plan["batch_size"], lr=lr,
             optimizer=self.optimizer, mech=mech, clip=params["max_grad_norm"], source=source,
             torch_seed=torch_seed)
         self.n_iter_ = plan["steps"]
+        self.lr_ = lr
         self.sample_rate_ = plan["rate"]
         self.noise_multiplier_ = plan["noise_multiplier"]
         self.privacy_spent_ = Budget(plan["epsilon"], params["delta"])
