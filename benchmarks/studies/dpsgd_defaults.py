@@ -70,9 +70,9 @@ diagnostic, not part of the decision) fits today's default and the rule on iris,
 ten further seeds (3 to 12, none of the decision's) to show whether that cell's gap is the rule or seed noise.
 
 Run: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/studies/dpsgd_defaults.py [--seeds 3] [--quick]
-[--part main|regressor-heldout|auto-lr|auto-lr-check] [--render-only [--answer FILE]]`` (main: about 15 minutes on one core;
-``regressor-heldout``, run after it: about 4 minutes; ``auto-lr``: about 4 minutes; ``auto-lr-check``: seconds;
-needs torch and Opacus, skipped without them). Writes ``benchmarks/results/dpsgd_defaults.json`` and ``.md``;
+[--part main|regressor-heldout|auto-lr|auto-lr-check] [--render-only [--answer FILE]]`` (main: about 15 minutes on
+one core; ``regressor-heldout``, run after it: about 4 minutes; ``auto-lr``: about 4 minutes; ``auto-lr-check``:
+seconds; needs torch and Opacus, skipped without them). Writes ``benchmarks/results/dpsgd_defaults.json`` and ``.md``;
 ``--part regressor-heldout``, ``auto-lr`` and ``auto-lr-check`` add their parts to them (a main run replaces both
 files, so run main first; ``auto-lr`` reuses the main run's stored rows)
 (``--render-only``: the ``.md`` again from the stored ``.json``, with the Answer paragraph of ``--answer``).
