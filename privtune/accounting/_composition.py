@@ -121,8 +121,10 @@ def _poisson_gaussian(event: PrivacyEvent) -> bool:
 
 
 def _has_renyi(event: PrivacyEvent) -> bool:
-    """Whether the curve is composed here: stated RDP bounds, or Poisson-subsampled Gaussians inside."""
+    """Whether the curve is composed here: stated RDP bounds, Poisson-subsampled Gaussians inside, or random
+    stopping with a shape in (-1, 0) (Papernot & Steinke's Thm. 2 holds there; dp-accounting refuses it)."""
     return (isinstance(event, (RenyiEvent, SubsampledEvent)) or _poisson_gaussian(event)
+            or (isinstance(event, RepeatAndSelectEvent) and event.shape < 0)
             or any(_has_renyi(c) for c in event.children()))
 
 

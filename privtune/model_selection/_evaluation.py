@@ -188,9 +188,25 @@ class _SearchEvaluationMixin:
         settings, method = plan.settings, plan.method
         X_tr, y_tr, X_v, y_v, fit_params = data.X_tr, data.y_tr, data.X_v, data.y_v, data.fit_params
         folds, scorer, tickets, reuse = plan.folds, plan.scorer, role.tickets, role.reuse
-        if settings.tuning_rows is not None:  # subsampled tuning: every run fits the same secret subset of m rows
-            subset = draw_subset(plan.source, n_rows(X_tr), settings.tuning_rows)
-            X_tr, y_tr, fit_params = rows(X_tr, subset), rows(y_tr, subset), fit_params.restricted(subset)
+        # Subsampled tuning: every run fits the same secret subset of m rows. The subset is drawn here (it reads
+        # no data; its place among the source's draws keeps seeded runs reproducible), its rows are copied at the
+        # first evaluation, after _fit_search has charged the training plan (rule 1: no access before the charge).
+        subset = (draw_subset(plan.source, n_rows(X_tr), settings.tuning_rows)
+                  if settings.tuning_rows is not None else None)
+        tuning_part: list[tuple[Any, Any, Any]] = []
+        # (random stopping runs in this process, so the lock never travels to a worker; None keeps the objective
+        # picklable for the other methods' worker processes)
+        tuning_lock = threading.Lock() if subset is not None else None
+
+        def training_rows() -> tuple[Any, Any, Any]:
+            """The rows every run fits (the subset's, copied once on first use), their targets and fit params."""
+            if subset is None:
+                return X_tr, y_tr, fit_params
+            with tuning_lock:  # type: ignore[union-attr]
+                if not tuning_part:
+                    tuning_part.append((rows(X_tr, subset), rows(y_tr, subset), fit_params.restricted(subset)))
+            return tuning_part[0]
+
         runs_of: dict[str, int] = {}  # how often each candidate ran, when runs are counted in this process
         # Evaluated here, without a worker pool (see _evaluation), runs are counted for their seeds; workers cannot
         # share a count, so a candidate evaluated again there gets the same seed (the same fit).
@@ -258,7 +274,8 @@ class _SearchEvaluationMixin:
                 run = runs_of.get(key, 0)
                 runs_of[key] = run + 1
             if folds is None:
-                return fit_and_score(params, X_tr, y_tr, X_v, y_v, 0, run)
+                Xa, ya, fpa = training_rows()
+                return fit_and_score(params, Xa, ya, X_v, y_v, 0, run, fold_params=fpa.at())
             jobs = [(params, rows(X_tr, tr), rows(y_tr, tr), rows(X_tr, va), rows(y_tr, va), f, run,
                      fit_params.at(tr)) for f, (tr, va) in enumerate(folds)]
             if self.n_jobs in (None, 1):
