@@ -485,12 +485,11 @@ def test_dpsgd_regressor_public_outputs_do_not_depend_on_an_odd_target(odd, capl
     assert public[0] == public[1] and not caught and not caplog.records
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "REVIEW F1: a user module that raises on one finite input (here an embedding lookup whose index comes from a "
-    "feature) makes fit raise IndexError after the charge: whether fit raises depends on one row (rule 7; "
-    "DPSGDClassifier tags raises_on_rows=False). _dpsgd_engine.clipped_sum should catch the chunk's failure and "
-    "recompute it row by row, each row in its own zero-padded chunk, a raising row contributing a zero gradient."))
 def test_a_row_that_makes_the_module_raise_does_not_make_fit_raise():
+    """REVIEW F1 (fixed): a user module that raises on one finite input (here an embedding lookup whose index comes
+    from a feature) made fit raise IndexError after the charge: whether fit raises depended on one row (rule 7;
+    DPSGDClassifier tags raises_on_rows=False). _dpsgd_engine.clipped_sum now recomputes a failing chunk row by
+    row, each row in its own zero-padded chunk, a raising row contributing a zero gradient."""
     _torch()
     from privtune.neural_network import DPSGDClassifier
 
@@ -503,12 +502,12 @@ def test_a_row_that_makes_the_module_raise_does_not_make_fit_raise():
     except Exception as exc:  # noqa: BLE001 - the failure is the finding
         assert len(acc.entries) == 1  # charged, then failed on a row
         pytest.fail(f"fit raised {type(exc).__name__} after the charge because of one row")
+    assert len(acc.entries) == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "REVIEW F1 (in a search): the same row turns a candidate's score into error_score's bound; which candidates "
-    "score the bound, hence the release, depends on one training row beyond what the DP fits cover."))
 def test_a_row_that_makes_the_module_raise_does_not_change_a_searchs_scores():
+    """REVIEW F1 in a search (fixed): the same row turned a candidate's score into error_score's bound; which
+    candidates score the bound, hence the release, depended on one training row beyond what the DP fits cover."""
     _torch()
     from privtune.neural_network import DPSGDClassifier
 
@@ -525,17 +524,15 @@ def test_a_row_that_makes_the_module_raise_does_not_change_a_searchs_scores():
                                  refit=False)
         search.fit(Xa, y, X_val=Xv, y_val=yv)
         scores.append(np.asarray(search.cv_results_["released_best_score"], dtype=float))
-    # today: 0.6 on the clean rows, exactly the scorer's lower bound 0.0 (every fit raised) with the odd row
+    # before the fix: 0.6 on the clean rows, exactly the scorer's lower bound 0.0 (every fit raised) with the
+    # odd row
     assert scores[1][0] != 0.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "REVIEW F2: a public architecture defect (a trainable layer the forward never uses) passes check_module and "
-    "fails after the charge (TypeError from _per_example_gradients: its grad_sample is None), spending the budget. "
-    "Rule 7: a failure public information reveals is refused before any charge. check_module should run one "
-    "per-example backward on a zero chunk through GradSampleModule and refuse a parameter without grad_sample "
-    "(or treat it as frozen)."))
 def test_a_module_with_an_unused_trainable_layer_is_refused_before_the_charge():
+    """REVIEW F2 (fixed): a public architecture defect (a trainable layer the forward never uses) passed
+    check_module and failed after the charge (TypeError: its grad_sample is None), spending the budget. Rule 7:
+    check_module now runs a per-example backward on public rows through GradSampleModule and refuses it."""
     _torch()
     from privtune.neural_network import DPSGDClassifier
 
@@ -546,9 +543,10 @@ def test_a_module_with_an_unused_trainable_layer_is_refused_before_the_charge():
     assert len(acc.entries) == 0
 
 
-def test_a_batch_mixing_module_breaks_the_clip_bound_today():
+def test_a_batch_mixing_module_breaks_the_clip_bound():
     """Why F3 matters: with a module that centres its batch, one replaced row moves the clipped gradient sum of a
-    step by far more than the 2C (replace-one) the noise is calibrated to."""
+    step by far more than the 2C (replace-one) the noise is calibrated to; check_module refuses it (it was
+    accepted before the fix)."""
     torch = _torch()
     from opacus import GradSampleModule
 
@@ -557,7 +555,8 @@ def test_a_batch_mixing_module_breaks_the_clip_bound_today():
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         net = batch_mixing_factory(3, 2)
-    assert engine.check_module(net, 3, 2, "DPSGDClassifier") == 8  # accepted today
+    with pytest.raises(InvalidParameterError, match="mixes the rows"):
+        engine.check_module(net, 3, 2, "DPSGDClassifier")  # accepted before the fix of F3
     gsm = GradSampleModule(net, batch_first=True, loss_reduction="sum")
     params = [p for p in net.parameters() if p.requires_grad]
 
@@ -576,13 +575,12 @@ def test_a_batch_mixing_module_breaks_the_clip_bound_today():
     assert np.linalg.norm(sums[0] - sums[1]) > 4.0  # > 2C: the guarantee's sensitivity bound does not hold
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "REVIEW F3: a module whose output for one row depends on the other rows of its batch (batch statistics: "
-    "x - x.mean(0)) passes check_module (only Opacus's BatchNorm validator runs), so fit charges and trains with "
-    "a sensitivity far above C (test_a_batch_mixing_module_breaks_the_clip_bound_today). check_module should "
-    "probe, on public random rows before the charge, that changing one row of a chunk leaves every other row's "
-    "output and per-example gradient bit-identical, and refuse the module otherwise (documented as a probe)."))
 def test_a_batch_mixing_module_is_refused_before_the_charge():
+    """REVIEW F3 (fixed): a module whose output for one row depends on the other rows of its batch (batch
+    statistics: x - x.mean(0)) passed check_module, so fit charged and trained with a sensitivity far above C
+    (test_a_batch_mixing_module_breaks_the_clip_bound). check_module now probes, on public random rows before the
+    charge, that changing one row of a chunk leaves every other row's output and per-example gradient
+    bit-identical, and refuses the module otherwise (documented as a probe)."""
     _torch()
     from privtune.neural_network import DPSGDClassifier
 

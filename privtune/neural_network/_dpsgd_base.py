@@ -230,7 +230,7 @@ class _DPSGDBase(BaseEstimator):
 
         seed = int(source.numpy_generator().integers(_SEED_HIGH))
         module = engine.build_module(self.module, d, n_outputs, seed, owner)
-        n_params = engine.check_module(module, d, n_outputs, owner)
+        n_params = engine.check_module(module, d, n_outputs, owner, task=self._task)
         mech = engine.step_mechanism(noise_multiplier=plan["noise_multiplier"],
                                      max_grad_norm=params["max_grad_norm"], n_samples=n, n_params=n_params,
                                      source=source, owner=owner)

@@ -29,6 +29,18 @@ sum released with discrete Gaussian noise of multiplier ``sigma`` at
 sensitivity ``psi C`` (add/remove: one row moves the sum by at most ``C``;
 ``psi - 1`` is about ``n 2**-52``); the release divided by the public
 ``batch_size`` and handed to a torch optimizer (SGD or Adam: post-processing).
+
+Failure paths. A chunk whose forward or backward raises (the user's module may
+fail on some finite input, e.g. an embedding index out of range) is computed
+again row by row, each row alone in a zero-padded chunk of the same size at its
+own position and with torch's generator at the state the chunk's pass started
+from (so, under the documented assumption, each row's gradient equals the
+batched one, dropout masks included); a row that still raises contributes a
+zero gradient. The exception and its message are never kept. Before the charge,
+:func:`check_module` runs the run's per-example machinery on public synthetic
+rows: a trainable parameter left without a per-example gradient is refused, and
+a module in which changing one row of a chunk changes another row's output or
+per-example gradient is refused (a probe, not a proof).
 """
 
 from __future__ import annotations
@@ -44,7 +56,8 @@ from privtune.exceptions import InvalidParameterError
 from privtune.mechanisms import Gaussian
 from privtune.optim._sums import check_sum_terms, clip_norm_bound, rounding_factor
 
-__all__ = ["CHUNK", "build_module", "check_module", "clipped_sum", "step_mechanism", "train", "forward"]
+__all__ = ["CHUNK", "build_module", "check_module", "clipped_sum", "forward", "loss_function", "step_mechanism",
+           "train"]
 
 #: Rows per forward/backward pass (batches are cut into chunks of this many rows, the last padded with zeros).
 CHUNK = 128
@@ -89,13 +102,45 @@ def build_module(spec: Any, n_features: int, n_outputs: int, seed: int, owner: s
     return module
 
 
-def check_module(module: Any, n_features: int, n_outputs: int, owner: str) -> int:
+def loss_function(task: str) -> Callable[..., Any]:
+    """The summed loss of the run: cross-entropy over class indices, or squared error on a (rows, 1) target."""
+    torch = _torch()
+    if task == "classification":
+        def loss_fn(out: Any, target: Any) -> Any:
+            return torch.nn.functional.cross_entropy(out, target, reduction="sum")
+    else:
+        def loss_fn(out: Any, target: Any) -> Any:
+            return torch.nn.functional.mse_loss(out, target, reduction="sum")
+    return loss_fn
+
+
+def check_module(module: Any, n_features: int, n_outputs: int, owner: str, *,
+                 task: str = "classification") -> int:
     """Vet the architecture from public information; returns its number of trainable parameters.
 
     Opacus's :class:`~opacus.validators.ModuleValidator` must accept it (no
     BatchNorm: it mixes a batch's rows), it must have trainable parameters
     of a floating dtype, and a zero row of ``n_features`` must map to
-    ``n_outputs`` outputs. Nothing is spent by a refusal.
+    ``n_outputs`` outputs. Then the run's own per-example machinery
+    (:class:`opacus.GradSampleModule`, the ``task``'s summed loss, chunks of
+    :data:`CHUNK` rows, train mode) is run on a deep copy, on public synthetic
+    rows (:func:`_probe_rows`: uniform in ``[0, 1)`` from a fixed seed, never
+    the data):
+
+    * every trainable parameter must receive a per-example gradient (a
+      parameter the forward never uses would fail the run after its charge);
+    * changing one row of the chunk (the first, then the last; features and
+      target) must leave every other row's output, in train and in eval mode,
+      and per-example gradient bit-identical (torch's generator reseeded
+      identically for each pass, so dropout draws the same masks). The
+      guarantee assumes each row's gradient depends on that row, its position
+      and the weights only; a module that mixes the rows of its batch (batch
+      statistics, ``x - x.mean(0)``) breaks the sensitivity the noise is built
+      for. This is a **probe, not a proof**: a module could mix rows only on
+      some inputs, or only with other weights.
+
+    The module itself is not modified and no global random state is touched.
+    Nothing is spent by a refusal.
     """
     torch = _torch()
     from opacus.validators import ModuleValidator
@@ -123,7 +168,87 @@ def check_module(module: Any, n_features: int, n_outputs: int, owner: str) -> in
             f"The 'module' of {owner} maps one row of {n_features} features to an output of shape "
             f"{tuple(out.shape)[1:]}; it must give {n_outputs} output(s) ({'one per class' if n_outputs > 1 else 'one'}"
             "). Nothing was spent.")
+    _probe_per_example(module, n_features, n_outputs, owner, task)
     return int(sum(p.numel() for p in params))
+
+
+#: The public seed of :func:`check_module`'s synthetic rows and of torch's generator during its passes.
+_PROBE_SEED = 20261129
+
+
+def _probe_rows(n_features: int, n_outputs: int, task: str, dtype: Any) -> tuple[Any, ...]:
+    """Public synthetic chunks: ``A`` (uniform in ``[0, 1)``), ``A`` with its first row changed, with its last."""
+    torch = _torch()
+    rng = np.random.default_rng(_PROBE_SEED)
+    base = rng.random((CHUNK + 2, n_features))
+    if task == "classification":
+        labels = rng.integers(0, n_outputs, size=CHUNK + 2)
+        labels[CHUNK:] = (labels[[0, CHUNK - 1]] + 1) % n_outputs  # the changed rows' labels differ too
+        target = torch.as_tensor(labels, dtype=torch.long)
+    else:
+        target = torch.as_tensor(rng.normal(size=(CHUNK + 2, 1)), dtype=dtype)
+    X = torch.as_tensor(base, dtype=dtype)
+    chunks = []
+    for where, spare in ((None, None), (0, CHUNK), (CHUNK - 1, CHUNK + 1)):
+        Xc, yc = X[:CHUNK].clone(), target[:CHUNK].clone()
+        if where is not None:
+            Xc[where], yc[where] = X[spare], target[spare]
+        chunks.append((where, Xc, yc))
+    return tuple(chunks)
+
+
+def _probe_per_example(module: Any, n_features: int, n_outputs: int, owner: str, task: str) -> None:
+    """:func:`check_module`'s per-example probes (on a deep copy; torch's global state forked)."""
+    torch = _torch()
+    from opacus import GradSampleModule
+
+    copy_ = copy.deepcopy(module)
+    names = {id(p): name for name, p in copy_.named_parameters()}
+    params = [p for p in copy_.parameters() if p.requires_grad]
+    loss_fn = loss_function(task)
+    fix = "Nothing was spent."
+    with torch.random.fork_rng(devices=[]), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            gsm = GradSampleModule(copy_, batch_first=True, loss_reduction="sum")
+        except Exception as exc:  # noqa: BLE001 - public architecture
+            raise InvalidParameterError(
+                f"Opacus cannot compute per-example gradients for the 'module' of {owner} "
+                f"({type(exc).__name__} from opacus.GradSampleModule). {fix}") from None
+        chunks = _probe_rows(n_features, n_outputs, task, params[0].dtype)
+        first: tuple[Any, Any, list[Any]] | None = None
+        for where, Xc, yc in chunks:
+            try:
+                gsm.train()
+                torch.manual_seed(_PROBE_SEED)
+                out, grads = _pass(gsm, params, loss_fn, Xc, yc)
+                gsm.eval()
+                torch.manual_seed(_PROBE_SEED)
+                with torch.no_grad():
+                    out_eval = gsm(Xc).detach()
+            except Exception as exc:  # noqa: BLE001 - public synthetic rows
+                raise InvalidParameterError(
+                    f"The 'module' of {owner} fails on public synthetic rows (uniform in [0, 1), "
+                    f"{CHUNK} per chunk, in train mode through opacus.GradSampleModule) with "
+                    f"{type(exc).__name__}; it must not raise on finite inputs. {fix}") from None
+            if first is None:
+                missing = [names[id(p)] for p, g in zip(params, grads, strict=True) if g is None]
+                if missing:
+                    raise InvalidParameterError(
+                        f"The 'module' of {owner} has trainable parameter(s) {missing} that receive no "
+                        "per-example gradient (its forward does not use them): use them in forward, remove "
+                        "them, or set requires_grad=False on them. Nothing was spent.")
+                first = (out, out_eval, grads)
+                continue
+            out0, eval0, grads0 = first
+            if not (_same_bits(out, out0, where) and _same_bits(out_eval, eval0, where)
+                    and all(_same_bits(g, g0, where) for g, g0 in zip(grads, grads0, strict=True))):
+                raise InvalidParameterError(
+                    f"The 'module' of {owner} mixes the rows of a batch: on public synthetic rows, changing row "
+                    f"{where} of a chunk of {CHUNK} changed another row's output or per-example gradient (batch "
+                    "statistics such as x - x.mean(0), or an operation across rows). DP-SGD's noise assumes each "
+                    "row's gradient depends on that row, its position and the weights only; compute every row "
+                    "from its own entries. Nothing was spent.")
 
 
 def step_mechanism(*, noise_multiplier: float, max_grad_norm: float, n_samples: int, n_params: int,
@@ -145,16 +270,118 @@ def step_mechanism(*, noise_multiplier: float, max_grad_norm: float, n_samples: 
     return mech
 
 
+def _pass(gsm: Any, params: list[Any], loss_fn: Callable[..., Any], Xc: Any, yc: Any) -> tuple[Any, list[Any]]:
+    """One forward/backward of a chunk: its outputs and each parameter's per-example gradients (torch, detached).
+
+    A parameter without a per-example gradient gives None.
+    """
+    for p in params:
+        p.grad_sample = None
+        p.grad = None
+    out = gsm(Xc)
+    loss_fn(out, yc).backward()
+    grads = [None if p.grad_sample is None else p.grad_sample.detach() for p in params]
+    for p in params:
+        p.grad_sample = None
+        p.grad = None
+    return out.detach(), grads
+
+
+def _same_bits(a: Any, b: Any, where: int) -> bool:
+    """Whether the rows of ``a`` and ``b`` other than row ``where`` (the first or the last) are bit-identical."""
+    if a is None or b is None:
+        return a is b
+    rows = slice(1, None) if where == 0 else slice(None, -1)
+    a, b = a[rows].contiguous(), b[rows].contiguous()
+    return a.shape == b.shape and a.dtype == b.dtype and _torch().equal(a.view(-1).view(_torch().uint8),
+                                                                        b.view(-1).view(_torch().uint8))
+
+
 def _per_example_gradients(gsm: Any, params: list[Any], loss_fn: Callable[..., Any], Xc: Any, yc: Any,
-                           rows: int) -> np.ndarray:
-    """Per-example gradients of the first ``rows`` rows of one padded chunk, as float64 (rows, n_params)."""
+                           rows: int | slice) -> np.ndarray:
+    """Per-example gradients of the rows ``rows`` (the first ``rows`` if an int) of one padded chunk.
+
+    Float64, of shape (selected rows, n_params). A parameter without a
+    per-example gradient in this pass (one its forward did not use here)
+    contributes zeros (:func:`check_module` refuses a parameter never used).
+    """
     for p in params:
         p.grad_sample = None
         p.grad = None
     loss = loss_fn(gsm(Xc), yc)
     loss.backward()
-    parts = [p.grad_sample[:rows].reshape(rows, -1).detach().to(dtype=_torch().float64).numpy() for p in params]
+    sel = slice(0, rows) if isinstance(rows, int) else rows
+    count = len(range(*sel.indices(Xc.shape[0])))
+    float64 = _torch().float64
+    parts = [np.zeros((count, p.numel())) if p.grad_sample is None
+             else p.grad_sample[sel].reshape(count, -1).detach().to(dtype=float64).numpy() for p in params]
     return np.concatenate(parts, axis=1)
+
+
+def _reset_per_example_state(gsm: Any, params: list[Any]) -> None:
+    """Clear what a forward/backward that raised half-way may leave in Opacus's hooks' state."""
+    for m in gsm.modules():
+        if hasattr(m, "activations"):
+            m.activations = []
+        if hasattr(m, "max_batch_len"):
+            del m.max_batch_len
+    for p in params:
+        p._forward_counter = 0
+        if hasattr(p, "_current_grad_sample"):
+            del p._current_grad_sample
+        p.grad_sample = None
+        p.grad = None
+
+
+def _chunk_gradients(gsm: Any, params: list[Any], loss_fn: Callable[..., Any], X: Any, y: Any,
+                     rows: np.ndarray) -> np.ndarray:
+    """The per-example gradients of ``rows`` (at most :data:`CHUNK`), computed in one zero-padded chunk.
+
+    If the chunk's pass raises, each row is computed again alone in a zero
+    chunk of the same size, at its own position, with torch's generator reset
+    to the state the chunk's pass started from (the same dropout masks); a row
+    that raises there gets a zero gradient. Afterwards the generator is left
+    where a successful chunk pass leaves it (taken from the first row that did
+    not raise, else from a pass on a zero chunk). The exception is dropped
+    (its message may quote a value) and nothing records which rows failed.
+    """
+    torch = _torch()
+    r = rows.size
+    Xc = torch.zeros((CHUNK,) + tuple(X.shape[1:]), dtype=X.dtype)
+    Xc[:r] = X[rows]
+    yc = torch.zeros((CHUNK,) + tuple(y.shape[1:]), dtype=y.dtype)
+    yc[:r] = y[rows]
+    state = torch.get_rng_state()
+    try:
+        return _per_example_gradients(gsm, params, loss_fn, Xc, yc, r)
+    except Exception:  # noqa: BLE001 - the module failed on some row: recomputed below, message never kept
+        pass
+    _reset_per_example_state(gsm, params)
+    out = np.zeros((r, sum(p.numel() for p in params)))
+    after = None
+    for j in range(r):
+        Xj = torch.zeros_like(Xc)
+        Xj[j] = Xc[j]
+        yj = torch.zeros_like(yc)
+        yj[j] = yc[j]
+        torch.set_rng_state(state)
+        try:
+            out[j] = _per_example_gradients(gsm, params, loss_fn, Xj, yj, slice(j, j + 1))[0]
+        except Exception:  # noqa: BLE001 - this row makes the module raise: a zero gradient, nothing kept
+            _reset_per_example_state(gsm, params)
+            continue
+        if after is None:
+            after = torch.get_rng_state()
+    if after is None:
+        torch.set_rng_state(state)
+        try:
+            _per_example_gradients(gsm, params, loss_fn, torch.zeros_like(Xc), torch.zeros_like(yc), 0)
+            after = torch.get_rng_state()
+        except Exception:  # noqa: BLE001 - not expected (check_module ran such a pass before the charge)
+            _reset_per_example_state(gsm, params)
+    if after is not None:
+        torch.set_rng_state(after)
+    return out
 
 
 def clipped_sum(gsm: Any, params: list[Any], loss_fn: Callable[..., Any], X: Any, y: Any, keep: np.ndarray,
@@ -162,23 +389,19 @@ def clipped_sum(gsm: Any, params: list[Any], loss_fn: Callable[..., Any], X: Any
     """``sum_idx clip(grad l_i, C)`` in float64; rows with ``keep`` False, non-finite or huge count as zero.
 
     Chunks of :data:`CHUNK` rows (the last padded with zero rows, whose gradients
-    are dropped); each chunk's clipped gradients are summed by one BLAS product
+    are dropped; :func:`_chunk_gradients`, which recomputes a chunk row by row
+    when the module raises, a raising row counting as zero); each chunk's
+    clipped gradients are summed by one BLAS product
     and the chunks' sums added with :func:`math.fsum`, coordinate by coordinate,
     so each term passes through at most ``CHUNK + 2`` roundings (within the
     bound :func:`~privtune.optim._sums.rounding_factor` pays for with
     ``terms = n``). No floating-point warning escapes (one could depend on a row).
     """
-    torch = _torch()
     partial = []
     for start in range(0, idx.size, CHUNK):
         rows = idx[start:start + CHUNK]
-        r = rows.size
-        Xc = torch.zeros((CHUNK,) + tuple(X.shape[1:]), dtype=X.dtype)
-        Xc[:r] = X[rows]
-        yc = torch.zeros((CHUNK,) + tuple(y.shape[1:]), dtype=y.dtype)
-        yc[:r] = y[rows]
         with np.errstate(all="ignore"):
-            G = _per_example_gradients(gsm, params, loss_fn, Xc, yc, r)
+            G = _chunk_gradients(gsm, params, loss_fn, X, y, rows)
             bad = ~np.all(np.isfinite(G), axis=1) | ~keep[rows]
             G = np.where(bad[:, None], 0.0, G)
             norms = np.sqrt(np.einsum("ij,ij->i", G, G))
@@ -221,14 +444,9 @@ def train(module: Any, X: np.ndarray, y: np.ndarray, keep: np.ndarray, *, task: 
         Xt = torch.as_tensor(X, dtype=dtype)
         if task == "classification":
             yt = torch.as_tensor(y, dtype=torch.long)
-
-            def loss_fn(out, target):
-                return torch.nn.functional.cross_entropy(out, target, reduction="sum")
         else:
             yt = torch.as_tensor(y, dtype=dtype).reshape(-1, 1)
-
-            def loss_fn(out, target):
-                return torch.nn.functional.mse_loss(out, target, reduction="sum")
+        loss_fn = loss_function(task)
 
         gsm = GradSampleModule(module, batch_first=True, loss_reduction="sum")
         gsm.train()
