@@ -62,8 +62,11 @@ class DPSGDClassifier(_ScorePredictMixin, _LogisticProbaMixin, ClassifierMixin, 
         (a module-level function or a :func:`functools.partial` of one, so the
         estimator pickles; called under torch's RNG seeded from
         ``random_state``, so its initial weights are reproducible when seeded).
-        The architecture must pass Opacus's ``ModuleValidator`` (no BatchNorm)
-        and must not raise on finite inputs. The factory is the form to prefer
+        The architecture must pass Opacus's ``ModuleValidator`` (no BatchNorm),
+        give every trainable parameter a gradient, compute each row from its
+        own entries (checked by a probe before the charge: see Notes) and
+        should not raise on finite inputs (a training row on which it raises
+        contributes a zero gradient). The factory is the form to prefer
         with :func:`sklearn.base.clone` and in searches: cloning deep-copies a
         module instance (large for a big network), a factory is shared.
     epsilon : float in (0, inf), default=1.0
@@ -188,7 +191,28 @@ class DPSGDClassifier(_ScorePredictMixin, _LogisticProbaMixin, ClassifierMixin, 
     in the chunk and the weights only; the network's own float32 arithmetic
     is otherwise not analysed. Once charged, ``fit`` does not raise because
     of a row's values: a non-finite feature is mapped to 0, and a row whose
-    gradient is non-finite or whose label is outside the declared ``classes`` contributes zero.
+    gradient is non-finite, whose label is outside the declared ``classes``, or on which the
+    module raises contributes zero (a chunk whose forward or backward raises
+    is computed again row by row, each row alone in a zero chunk of the same
+    size at its own position, so that, under the assumption above, every
+    other row keeps exactly its batched gradient; the exception and its
+    message are dropped).
+
+    Module probe. Before the charge (from public information only: nothing
+    is spent by a refusal), the run's per-example machinery is run on a copy
+    of the module over public synthetic rows (uniform in ``[0, 1)`` from a
+    fixed seed, never the data): a trainable parameter without a per-example
+    gradient is refused (use it, remove it or set ``requires_grad=False``),
+    and so is a module in which changing one row of a chunk (the first, then
+    the last) changes another row's output (train and eval mode) or
+    per-example gradient by a single bit (a module that mixes the rows of its
+    batch, e.g. ``x - x.mean(0)``, breaks the sensitivity the noise is built
+    for). This is a probe, not a proof: a module could mix rows only on some
+    inputs or for some weights, and the assumption stays the user's. It
+    costs three forward/backward passes of one chunk (about 6 ms for the
+    default network). ``predict`` propagates an exception the module raises
+    on a row it is given; :class:`~privtune.model_selection.PrivateSearchCV`'s
+    scorers isolate such a sensitive validation row to its own term.
 
     Learning rate. ``lr="auto"`` is computed from the plan above (public
     numbers only) after the charge, so it releases nothing. It was fitted on
@@ -205,8 +229,9 @@ class DPSGDClassifier(_ScorePredictMixin, _LogisticProbaMixin, ClassifierMixin, 
 
     With ``classes=None`` the label set is read from ``y`` after the charge:
     the guarantee then holds between neighbouring datasets with the same label
-    set, and a module whose number of outputs does not match is refused only
-    then (declare ``classes`` to remove both conditions).
+    set, and a module whose number of outputs does not match, or that the
+    module probe refuses, is refused only then (declare ``classes`` to remove
+    both conditions).
 
     References
     ----------
@@ -298,12 +323,13 @@ class DPSGDClassifier(_ScorePredictMixin, _LogisticProbaMixin, ClassifierMixin, 
             Without torch and Opacus (``pip install "privtune[dpsgd]"``); nothing spent.
         InvalidParameterError
             For a hyperparameter outside its domain, an accountant of another
-            relation, a module Opacus cannot train or whose outputs do not
-            match, a ``noise_multiplier`` whose run costs more than ``epsilon``,
-            or mismatched shapes: nothing is spent. With ``classes=None``, fewer
+            relation, a module Opacus cannot train, whose outputs do not
+            match or that the module probe refuses (see Notes), a
+            ``noise_multiplier`` whose run costs more than ``epsilon``, or
+            mismatched shapes: nothing is spent. With ``classes=None``, fewer
             than two classes, a continuous target or a module whose number of
-            outputs differs from the number of classes is found only after the
-            charge.
+            outputs differs from the number of classes (or that the probe
+            refuses with that many outputs) is found only after the charge.
         BudgetExceededError
             If the accountant cannot pay for the run; raised before any value
             of ``X`` or ``y`` is read, with nothing spent and nothing trained.

@@ -35,8 +35,11 @@ class DPSGDRegressor(RegressorMixin, _DPSGDBase):
         (a module-level function or a :func:`functools.partial` of one, so the
         estimator pickles; called under torch's RNG seeded from
         ``random_state``, so its initial weights are reproducible when seeded).
-        The architecture must pass Opacus's ``ModuleValidator`` (no BatchNorm)
-        and must not raise on finite inputs. The factory is the form to prefer
+        The architecture must pass Opacus's ``ModuleValidator`` (no BatchNorm),
+        give every trainable parameter a gradient, compute each row from its
+        own entries (checked by a probe before the charge: see Notes) and
+        should not raise on finite inputs (a training row on which it raises
+        contributes a zero gradient). The factory is the form to prefer
         with :func:`sklearn.base.clone` and in searches: cloning deep-copies a
         module instance (large for a big network), a factory is shared.
     epsilon : float in (0, inf), default=1.0
@@ -154,7 +157,28 @@ class DPSGDRegressor(RegressorMixin, _DPSGDBase):
     in the chunk and the weights only; the network's own float32 arithmetic
     is otherwise not analysed. Once charged, ``fit`` does not raise because
     of a row's values: a non-finite feature is mapped to 0, and a row whose
-    gradient is non-finite or whose target is not finite contributes zero.
+    gradient is non-finite, whose target is not finite, or on which the
+    module raises contributes zero (a chunk whose forward or backward raises
+    is computed again row by row, each row alone in a zero chunk of the same
+    size at its own position, so that, under the assumption above, every
+    other row keeps exactly its batched gradient; the exception and its
+    message are dropped).
+
+    Module probe. Before the charge (from public information only: nothing
+    is spent by a refusal), the run's per-example machinery is run on a copy
+    of the module over public synthetic rows (uniform in ``[0, 1)`` from a
+    fixed seed, never the data): a trainable parameter without a per-example
+    gradient is refused (use it, remove it or set ``requires_grad=False``),
+    and so is a module in which changing one row of a chunk (the first, then
+    the last) changes another row's output (train and eval mode) or
+    per-example gradient by a single bit (a module that mixes the rows of its
+    batch, e.g. ``x - x.mean(0)``, breaks the sensitivity the noise is built
+    for). This is a probe, not a proof: a module could mix rows only on some
+    inputs or for some weights, and the assumption stays the user's. It
+    costs three forward/backward passes of one chunk (about 6 ms for the
+    default network). ``predict`` propagates an exception the module raises
+    on a row it is given; :class:`~privtune.model_selection.PrivateSearchCV`'s
+    scorers isolate such a sensitive validation row to its own term.
 
     Examples
     --------
@@ -205,8 +229,8 @@ class DPSGDRegressor(RegressorMixin, _DPSGDBase):
             Without torch and Opacus; nothing spent.
         InvalidParameterError
             For a hyperparameter outside its domain, an accountant of another
-            relation, a module Opacus cannot train or with other than one
-            output, a ``noise_multiplier`` whose run costs more than
+            relation, a module Opacus cannot train, with other than one
+            output or that the module probe refuses (see Notes), a ``noise_multiplier`` whose run costs more than
             ``epsilon``, or mismatched shapes: nothing is spent.
         BudgetExceededError
             If the accountant cannot pay for the run; raised before any value
