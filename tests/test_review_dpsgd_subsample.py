@@ -1,8 +1,8 @@
 """Adversarial review of issue 40's code: DP-SGD estimators, subsampled tuning, SubsampledEvent, random stopping.
 
 Each test asks "what if one training row were adversarial?" of a path that touches data, or checks an accounting
-figure against a computation written here, independently of privtune's. Tests marked ``xfail(strict=True)`` are
-reproductions of problems found by the review (see their ``reason``); they must start passing when fixed.
+figure against a computation written here, independently of privtune's. The review's findings (F1 to F5) were fixed
+after it; their reproductions are the tests named in the comments "REVIEW Fn".
 """
 
 from __future__ import annotations
@@ -128,13 +128,8 @@ def test_repeat_and_select_of_a_pure_fit_is_2_plus_eta_epsilon(eps, eta):
     assert RepeatAndSelectEvent(event=GaussianEvent(noise_multiplier=2.0), mean=10.0, shape=eta).epsilon_delta() is None
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "REVIEW F5 (hardening): RepeatAndSelectEvent accepts shape in (-1, 0) (Papernot & Steinke's truncated "
-    "negative binomial), but composing one over an event dp-accounting knows (Laplace, Gaussian) raises "
-    "dp-accounting's raw ValueError ('Distribution of repetitions must be >=0'); over a RenyiEvent privtune's own "
-    "repeat_and_select_rdp answers. Fix: route every RepeatAndSelectEvent through rdp_math.repeat_and_select_rdp "
-    "(as _renyi_curve does), or refuse shape < 0 in __post_init__. Not reachable from PrivateSearchCV "
-    "(stopping_shape >= 0)."))
+# REVIEW F5 (fixed in e5e5c44): a shape in (-1, 0) over an event dp-accounting knows used to raise its raw
+# ValueError; privtune's own Papernot & Steinke curve now answers.
 def test_random_stopping_with_a_negative_shape_composes():
     rs = RepeatAndSelectEvent(event=LaplaceEvent(epsilon=0.4), mean=10.0, shape=-0.5)
     assert compose_events([rs], delta=1e-6).epsilon <= 1.5 * 0.4 * (1 + 1e-12)
@@ -226,12 +221,8 @@ def test_over_budget_subsampled_search_reads_draws_and_spends_nothing(monkeypatc
     assert READS == [] and drawn == [] and len(own.entries) == 0 and own.spent.epsilon == 0.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "REVIEW F4 (hardening, order of rule 1): _evaluation._objective (model_selection/_evaluation.py:191-193) draws "
-    "the subset and copies its training rows (rows(X_tr, subset), a pandas take / numpy fancy index) while the "
-    "search builds its evaluation, before _pay charges the training plan (_search.py:583-584). No release depends "
-    "on the copy, but it is an access ahead of the charge (and a LedgerError in _pay leaves it done). Fix: copy "
-    "the subset lazily at the first evaluation (after _pay), or call _pay before _evaluation."))
+# REVIEW F4 (fixed in e5e5c44): the subset's rows used to be copied while the evaluation was built, before the
+# training plan was charged; they are now copied at the first evaluation.
 def test_the_subsets_rows_are_copied_only_after_the_charge(monkeypatch):
     state = {"charged": False}
     copies = []
