@@ -162,7 +162,10 @@ class DPSGDRegressor(RegressorMixin, _DPSGDBase):
     is computed again row by row, each row alone in a zero chunk of the same
     size at its own position, so that, under the assumption above, every
     other row keeps exactly its batched gradient; the exception and its
-    message are dropped).
+    message are dropped). That recomputation takes longer, so the fit's
+    duration, unlike its result, then depends on the raising row: keep the
+    module from raising on finite inputs (e.g. clamp an embedding index to
+    its public range).
 
     Module probe. Before the charge (from public information only: nothing
     is spent by a refusal), the run's per-example machinery is run on a copy
