@@ -86,13 +86,13 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import math  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+from sklearn.base import clone  # noqa: E402
 from sklearn.datasets import (  # noqa: E402
     load_breast_cancer,
     load_diabetes,
@@ -160,12 +160,13 @@ def heldout_classification_tasks():
 def auto_lr(est, n: int) -> float:
     """The rule ``--part auto-lr`` measures: ``min(0.5, 0.3 B / (sigma C sqrt(T)))``, from the fit's public plan.
 
-    ``est`` holds a float ``lr`` (any); ``n`` is the number of training rows (public). Reads no data.
+    Since the run it is ``DPSGDClassifier``'s ``lr="auto"`` with ``"sgd"``, so this asks the library (the stored
+    rows were made by the same formula written out here). ``est`` is a ``DPSGDClassifier`` holding any ``lr``;
+    ``n`` is the number of training rows (public). Reads no data.
     """
-    params = est._validate_params_public("dpsgd_defaults")
-    plan = est._plan(n, params, "dpsgd_defaults")
-    walk = plan["noise_multiplier"] * params["max_grad_norm"] * math.sqrt(plan["steps"]) / plan["batch_size"]
-    return 0.5 if walk <= 0.0 else min(0.5, 0.3 / walk)
+    auto = clone(est).set_params(lr="auto", optimizer="sgd")
+    params = auto._validate_params_public("dpsgd_defaults")
+    return auto._resolved_lr(params, auto._plan(n, params, "dpsgd_defaults"))
 
 
 def transform(X, form: str):

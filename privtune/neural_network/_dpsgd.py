@@ -212,7 +212,7 @@ class DPSGDClassifier(_ScorePredictMixin, _LogisticProbaMixin, ClassifierMixin, 
     batch, e.g. ``x - x.mean(0)``, breaks the sensitivity the noise is built
     for). This is a probe, not a proof: a module could mix rows only on some
     inputs or for some weights, and the assumption stays the user's. It
-    costs three forward/backward passes of one chunk (about 6 ms for the
+    costs three forward/backward passes of one chunk (about 5 ms for the
     default network). ``predict`` propagates an exception the module raises
     on a row it is given; :class:`~privtune.model_selection.PrivateSearchCV`'s
     scorers isolate such a sensitive validation row to its own term.

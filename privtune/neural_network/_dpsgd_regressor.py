@@ -62,7 +62,9 @@ class DPSGDRegressor(RegressorMixin, _DPSGDBase):
     epochs : int in [1, 1000000], default=10
         The run has ``epochs * max(1, round(n / batch_size))`` steps.
     lr : float in (0, inf), default=0.01
-        Learning rate of the optimizer.
+        Learning rate of the optimizer. (``"auto"``, the classifier's
+        budget-aware step size, is refused here: it was measured on
+        classification tasks only.)
     optimizer : {"sgd", "adam"}, default="adam"
         The torch optimizer applied to the noisy gradients (post-processing).
         The defaults differ from :class:`DPSGDClassifier`'s (``"sgd"``, 0.5):
@@ -178,7 +180,7 @@ class DPSGDRegressor(RegressorMixin, _DPSGDBase):
     batch, e.g. ``x - x.mean(0)``, breaks the sensitivity the noise is built
     for). This is a probe, not a proof: a module could mix rows only on some
     inputs or for some weights, and the assumption stays the user's. It
-    costs three forward/backward passes of one chunk (about 6 ms for the
+    costs three forward/backward passes of one chunk (about 5 ms for the
     default network). ``predict`` propagates an exception the module raises
     on a row it is given; :class:`~privtune.model_selection.PrivateSearchCV`'s
     scorers isolate such a sensitive validation row to its own term.
